@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import type { YogaInitialContext } from 'graphql-yoga';
+import type { Config } from './config.js';
+import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
+import { createLoaders, type Loaders } from './upstream/loaders.js';
+
+/** What the facade adds to Yoga's own context for one request. */
+export interface RequestContext {
+  config: Config;
+  client: UpstreamClient;
+  /** This request's credentials, id and abort signal, passed to every upstream call it makes. */
+  call: CallContext;
+  loaders: Loaders;
+  requestId: string;
+  /** The upstream calls this request made, for its log line and tests. */
+  upstreamCalls: CompletedCall[];
+}
+
+export type Context = YogaInitialContext & RequestContext;
+
+export interface ContextDeps {
+  config: Config;
+  client: UpstreamClient;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Per request: a request id, the credential to forward and fresh loaders around the shared client. */
+export function createContextFactory({ config, client }: ContextDeps) {
+  return (initial: YogaInitialContext): RequestContext => {
+    const { headers, signal } = initial.request;
+    const incoming = headers.get('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const upstreamCalls: CompletedCall[] = [];
+    const call: CallContext = {
+      // In service-key mode the client substitutes its own key; the caller's is never forwarded.
+      authorization: config.upstream.apiKey ? undefined : (headers.get('authorization') ?? undefined),
+      requestId,
+      signal,
+      onCall: (completed) => upstreamCalls.push(completed),
+    };
+    return {
+      config,
+      client,
+      call,
+      loaders: createLoaders(client, call, { maxCoalescedRange: config.maxCoalescedRange }),
+      requestId,
+      upstreamCalls,
+    };
+  };
+}

@@ -1,0 +1,112 @@
+import { GraphQLError } from 'graphql';
+
+/** The codes of the contract's error table; `extensions.code` is always one of these. */
+export type ErrorCode =
+  | 'BAD_USER_INPUT'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'RATE_LIMITED'
+  | 'UPSTREAM_ERROR'
+  | 'UPSTREAM_TIMEOUT'
+  | 'UPSTREAM_UNAVAILABLE'
+  | 'UPSTREAM_BAD_RESPONSE'
+  | 'GRAPHQL_PARSE_FAILED'
+  | 'GRAPHQL_VALIDATION_FAILED'
+  | 'INTERNAL_SERVER_ERROR';
+
+/** What the client may see of an upstream failure: its status (absent for transport failures) and message. */
+export interface UpstreamDetails {
+  status?: number;
+  message: string;
+}
+
+/**
+ * Base of every expected error. Extending GraphQLError is what lets these pass Yoga's masking
+ * untouched, while anything else is masked to a generic INTERNAL_SERVER_ERROR.
+ */
+export class FacadeError extends GraphQLError {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, extensions: Record<string, unknown> = {}) {
+    super(message, { extensions: { code, ...extensions } });
+    this.code = code;
+  }
+}
+
+export interface InputIssue {
+  path: string;
+  message: string;
+}
+
+/** The facade's own validation failed; nothing was sent upstream. */
+export class BadUserInputError extends FacadeError {
+  constructor(issues: InputIssue[]) {
+    const text = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
+    super('BAD_USER_INPUT', `Invalid input: ${text}`, { issues });
+  }
+}
+
+/** An error caused by the upstream (its answer, its absence or its shape). */
+export class UpstreamError extends FacadeError {
+  readonly upstream: UpstreamDetails;
+
+  constructor(
+    code: ErrorCode,
+    upstream: UpstreamDetails,
+    extra: Record<string, unknown> = {},
+    message = upstream.message,
+  ) {
+    super(code, message, { upstream, ...extra });
+    this.upstream = upstream;
+  }
+}
+
+/** The one status -> code table of the contract. */
+export function codeForStatus(status: number): ErrorCode {
+  if (status === 400 || status === 422) return 'BAD_USER_INPUT';
+  if (status === 401) return 'UNAUTHENTICATED';
+  if (status === 403) return 'FORBIDDEN';
+  if (status === 404) return 'NOT_FOUND';
+  if (status === 429) return 'RATE_LIMITED';
+  if (status === 408) return 'UPSTREAM_TIMEOUT';
+  // Other 4xx (405, 409, 413, ...) are not the caller's input as far as the contract can tell: the
+  // upstream refused the facade's request, which is an upstream error like a 5xx.
+  if (status >= 400) return 'UPSTREAM_ERROR';
+  // 1xx/3xx where JSON was expected: redirects are not followed on purpose.
+  return 'UPSTREAM_BAD_RESPONSE';
+}
+
+/** Parses Retry-After (seconds or an HTTP date) into whole seconds, if present and sane. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, Math.ceil((date - now) / 1000));
+}
+
+export function upstreamHttpError(
+  status: number,
+  message: string,
+  retryAfterHeader?: string,
+): UpstreamError {
+  const code = codeForStatus(status);
+  const retryAfter = code === 'RATE_LIMITED' ? parseRetryAfter(retryAfterHeader) : undefined;
+  return new UpstreamError(
+    code,
+    { status, message },
+    retryAfter === undefined ? {} : { retryAfter },
+  );
+}
+
+/** Turns a validation path such as ['input', 'ports', 1, 'port'] into `input.ports[1].port`. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}

@@ -1,0 +1,122 @@
+import { domainToASCII } from 'node:url';
+import { z } from 'zod';
+import { UpstreamError } from '../errors.js';
+import type { WireDomainVerification } from '../upstream/wire.js';
+import { builder } from './builder.js';
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+const TXT_PREFIX = '_service_custom_hostname';
+
+/** The TXT host a verification code must be published at. */
+export const txtHost = (domain: string) => `${TXT_PREFIX}.${domain}`;
+
+/**
+ * A domain as the contract wants it before any upstream call: trimmed, lower-cased, one trailing
+ * dot dropped, an internationalised name in its punycode form, then checked label by label.
+ */
+export const domainName = z.string().transform((raw, ctx) => {
+  const trimmed = raw.trim().toLowerCase().replace(/\.$/, '');
+  // domainToASCII does IDNA (UTS #46) mapping; it answers '' for what no DNS name can be.
+  const ascii = trimmed === '' ? '' : domainToASCII(trimmed);
+  const labels = ascii.split('.');
+  if (ascii.length > 253 || labels.length < 2 || !labels.every((label) => LABEL.test(label))) {
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        'must be a DNS name of at least two labels (letters, digits or hyphens, 1-63 characters each, not starting or ending with a hyphen), 253 characters at most',
+    });
+    return z.NEVER;
+  }
+  return ascii;
+});
+
+const DnsRecordRef = builder
+  .objectRef<{ type: string; name: string; value: string }>('DnsRecord')
+  .implement({
+    description: 'A DNS record to publish at your DNS provider.',
+    fields: (t) => ({
+      type: t.exposeString('type', { description: 'The record type: always "TXT".' }),
+      name: t.exposeString('name', { description: 'The host name: `_service_custom_hostname.<domain>`.' }),
+      value: t.exposeString('value', { description: 'The record value: the verification code.' }),
+    }),
+  });
+
+const DomainVerificationRef = builder.objectRef<WireDomainVerification>('DomainVerification').implement({
+  description: 'A request to verify a domain through a DNS TXT record.',
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'The identifier of the request.' }),
+    domain: t.exposeString('domain', { description: 'The domain the code was created for.' }),
+    accountId: t.exposeID('accountId', { description: 'The owning account.' }),
+    verificationCode: t.exposeString('verificationCode', { description: 'The value to publish in the TXT record.' }),
+    createdAt: t.exposeString('createdAt', { description: 'When it was created, as the upstream sends it (format unspecified).' }),
+    dnsRecord: t.field({
+      type: DnsRecordRef,
+      description: 'Exactly what to publish before calling verifyDomain.',
+      resolve: (v) => ({ type: 'TXT', name: txtHost(v.domain), value: v.verificationCode }),
+    }),
+  }),
+});
+
+interface VerificationResult {
+  domain: string;
+  verified: boolean;
+  message: string | null;
+}
+
+const DomainVerificationResultRef = builder.objectRef<VerificationResult>('DomainVerificationResult').implement({
+  description: 'The outcome of a verification attempt.',
+  fields: (t) => ({
+    domain: t.exposeString('domain', { description: 'The domain that was checked.' }),
+    verified: t.exposeBoolean('verified', { description: 'Whether the upstream accepted the TXT record.' }),
+    message: t.exposeString('message', { nullable: true, description: "Why not, in the upstream's words, when verified is false." }),
+  }),
+});
+
+const CreateDomainVerificationInput = builder.inputType('CreateDomainVerificationInput', {
+  description: 'The domain to create a verification code for.',
+  fields: (t) => ({
+    domain: t.string({
+      required: true,
+      description: 'The domain, e.g. example.com; an internationalised name is sent in punycode.',
+      validate: domainName,
+    }),
+  }),
+});
+
+const VerifyDomainInput = builder.inputType('VerifyDomainInput', {
+  description: 'The domain to verify, once its TXT record is published.',
+  fields: (t) => ({
+    domain: t.string({
+      required: true,
+      description: 'The domain whose TXT record is published.',
+      validate: domainName,
+    }),
+  }),
+});
+
+// 401, 403 and 429 are about the caller, not the domain: they stay errors.
+const NOT_AN_ANSWER = new Set([401, 403, 429]);
+
+builder.mutationFields((t) => ({
+  createDomainVerification: t.field({
+    type: DomainVerificationRef,
+    description: 'Creates a verification code for a domain; publish `dnsRecord`, then call verifyDomain.',
+    args: { input: t.arg({ type: CreateDomainVerificationInput, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.client.createDomainVerification(input.domain, ctx.call),
+  }),
+  verifyDomain: t.field({
+    type: DomainVerificationResultRef,
+    description: 'Asks the upstream to check the TXT record. "Not yet" is `verified: false` with a message, not an error.',
+    args: { input: t.arg({ type: VerifyDomainInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      try {
+        await ctx.client.verifyDomain(input.domain, ctx.call);
+        return { domain: input.domain, verified: true, message: null };
+      } catch (error) {
+        const status = error instanceof UpstreamError ? error.upstream.status : undefined;
+        if (status === undefined || status < 400 || status >= 500 || NOT_AN_ANSWER.has(status)) throw error;
+        return { domain: input.domain, verified: false, message: (error as UpstreamError).upstream.message };
+      }
+    },
+  }),
+}));

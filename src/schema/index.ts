@@ -1,0 +1,8 @@
+// Importing a domain file registers its types and root fields on the builder.
+import { builder } from './builder.js';
+import './root.js';
+import './repositories.js';
+import './domains.js';
+import './dev-servers.js';
+
+export const schema = builder.toSchema();

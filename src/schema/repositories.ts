@@ -1,0 +1,201 @@
+import { z } from 'zod';
+import { BadUserInputError } from '../errors.js';
+import type { WireRepository, WireRepositoryList } from '../upstream/wire.js';
+import { builder } from './builder.js';
+import { selectedFields } from './selection.js';
+
+interface Branch {
+  name: string;
+  target: string;
+  isDefault: boolean;
+}
+interface Tag {
+  name: string;
+  target: string;
+  message: string | null;
+}
+interface Repository {
+  id: string | null;
+  defaultBranch: string | null;
+  branches: Branch[];
+  tags: Tag[];
+}
+interface RepositoryPage {
+  items: Repository[];
+  total: number;
+  offset: number;
+  hasNextPage: boolean;
+}
+interface RepositoryEdge {
+  cursor: string;
+  node: Repository;
+}
+interface RepositoryConnection {
+  edges: RepositoryEdge[];
+  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  totalCount: number;
+}
+
+/** The upstream's maps become lists in the upstream's order; a missing inner name is the key. */
+function toRepository(wire: WireRepository): Repository {
+  return {
+    id: wire.id == null ? null : String(wire.id),
+    defaultBranch: wire.defaultBranch ?? null,
+    branches: Object.entries(wire.branches ?? {}).map(([key, branch]) => ({
+      name: branch.name ?? key,
+      target: branch.target,
+      isDefault: branch.default,
+    })),
+    tags: Object.entries(wire.tags ?? {}).map(([key, tag]) => ({
+      name: tag.name ?? key,
+      target: tag.target,
+      message: tag.message ?? null,
+    })),
+  };
+}
+
+const BranchRef = builder.objectRef<Branch>('Branch').implement({
+  description: 'A branch of a repository.',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'The branch name (the map key when the upstream omits it).' }),
+    target: t.exposeString('target', { description: 'The commit the branch points at.' }),
+    isDefault: t.exposeBoolean('isDefault', { description: "Whether this is the repository's default branch (the upstream's `default`)." }),
+  }),
+});
+
+const TagRef = builder.objectRef<Tag>('Tag').implement({
+  description: 'A tag of a repository.',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'The tag name (the map key when the upstream omits it).' }),
+    target: t.exposeString('target', { description: 'The commit or object the tag points at.' }),
+    message: t.exposeString('message', { nullable: true, description: 'The annotation message, if any.' }),
+  }),
+});
+
+const RepositoryRef = builder.objectRef<Repository>('Repository').implement({
+  description: 'A git repository with its branches and tags.',
+  fields: (t) => ({
+    id: t.exposeID('id', { nullable: true, description: 'The upstream identifier, when the upstream sends one.' }),
+    defaultBranch: t.exposeString('defaultBranch', { nullable: true, description: 'The name of the default branch.' }),
+    branches: t.field({ type: [BranchRef], description: "The branches, in the upstream's order.", resolve: (repo) => repo.branches }),
+    branch: t.field({
+      type: BranchRef,
+      nullable: true,
+      description: 'One branch by name, or null when there is none.',
+      args: { name: t.arg.string({ required: true, description: 'The branch name.' }) },
+      resolve: (repo, { name }) => repo.branches.find((branch) => branch.name === name) ?? null,
+    }),
+    tags: t.field({ type: [TagRef], description: "The tags, in the upstream's order.", resolve: (repo) => repo.tags }),
+    tag: t.field({
+      type: TagRef,
+      nullable: true,
+      description: 'One tag by name, or null when there is none.',
+      args: { name: t.arg.string({ required: true, description: 'The tag name.' }) },
+      resolve: (repo, { name }) => repo.tags.find((tag) => tag.name === name) ?? null,
+    }),
+  }),
+});
+
+const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').implement({
+  description: 'One page of repositories, paged by limit and offset.',
+  fields: (t) => ({
+    items: t.field({ type: [RepositoryRef], description: 'The repositories of this page.', resolve: (page) => page.items }),
+    total: t.exposeInt('total', { description: 'How many repositories there are in all.' }),
+    offset: t.exposeInt('offset', { description: 'The offset of the first item of this page.' }),
+    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether repositories follow this page (offset + items < total).' }),
+  }),
+});
+
+const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInfo').implement({
+  description: 'Relay page information.',
+  fields: (t) => ({
+    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether more edges follow.' }),
+    hasPreviousPage: t.exposeBoolean('hasPreviousPage', { description: 'Whether edges precede.' }),
+    startCursor: t.exposeString('startCursor', { nullable: true, description: 'The cursor of the first edge.' }),
+    endCursor: t.exposeString('endCursor', { nullable: true, description: 'The cursor of the last edge; pass it as `after`.' }),
+  }),
+});
+
+const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').implement({
+  description: 'A repository and its cursor.',
+  fields: (t) => ({
+    cursor: t.exposeString('cursor', { description: 'An opaque cursor for this position.' }),
+    node: t.field({ type: RepositoryRef, description: 'The repository.', resolve: (edge) => edge.node }),
+  }),
+});
+
+const RepositoryConnectionRef = builder.objectRef<RepositoryConnection>('RepositoryConnection').implement({
+  description: 'The repository list as a Relay connection.',
+  fields: (t) => ({
+    edges: t.field({ type: [RepositoryEdgeRef], description: 'The edges of this page.', resolve: (c) => c.edges }),
+    pageInfo: t.field({ type: PageInfoRef, description: 'Where this page stands.', resolve: (c) => c.pageInfo }),
+    totalCount: t.exposeInt('totalCount', { description: 'How many repositories there are in all.' }),
+  }),
+});
+
+const CURSOR_PREFIX = 'repositories:';
+const encodeCursor = (offset: number) => Buffer.from(`${CURSOR_PREFIX}${offset}`).toString('base64url');
+const cursorOffset = (cursor: string) => {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const digits = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : '';
+  return /^\d{1,15}$/.test(digits) && encodeCursor(Number(digits)) === cursor ? Number(digits) : null;
+};
+
+const nonNegative = z.number().int().min(0, 'must be >= 0').nullish();
+const DEFAULT_FIRST = 20;
+
+builder.queryFields((t) => ({
+  repositories: t.field({
+    type: RepositoryPageRef,
+    description: 'One page of repositories. Omitted limit and offset are not sent: the upstream defaults apply.',
+    args: {
+      limit: t.arg.int({ description: 'How many repositories at most (>= 0).', validate: nonNegative }),
+      offset: t.arg.int({ description: 'How many to skip (>= 0).', validate: nonNegative }),
+    },
+    resolve: async (_root, args, ctx, info) => {
+      const limit = args.limit ?? undefined;
+      const offset = args.offset ?? undefined;
+      const fields = selectedFields(info);
+      // Only `total` (and what follows from it) wanted: ask the upstream for no items at all.
+      const countOnly = !fields.has('items') && (limit !== undefined || !fields.has('hasNextPage'));
+      const page = await ctx.loaders.repositoryPage.load({ limit: countOnly ? 0 : limit, offset });
+      const items = page.repositories.map(toRepository);
+      const shown = countOnly && limit !== undefined ? Math.min(limit, Math.max(0, page.total - page.offset)) : items.length;
+      return { items, total: page.total, offset: page.offset, hasNextPage: page.offset + shown < page.total };
+    },
+  }),
+  repositoriesConnection: t.field({
+    type: RepositoryConnectionRef,
+    description: `The repository list as a Relay connection; \`first\` defaults to ${DEFAULT_FIRST} and may not exceed the configured MAX_PAGE_SIZE.`,
+    args: {
+      first: t.arg.int({ description: 'How many edges at most (0 to MAX_PAGE_SIZE).', validate: nonNegative }),
+      after: t.arg.string({
+        description: 'The cursor after which to start (an `endCursor` or edge `cursor` this API issued).',
+        validate: z.string().nullish().refine((v) => v == null || cursorOffset(v) !== null, 'is not a cursor issued by this API'),
+      }),
+    },
+    resolve: async (_root, args, ctx) => {
+      const max = ctx.config.maxPageSize;
+      if (args.first != null && args.first > max) {
+        throw new BadUserInputError([{ path: 'first', message: `must be <= ${max} (MAX_PAGE_SIZE)` }]);
+      }
+      const first = args.first ?? Math.min(DEFAULT_FIRST, max);
+      const offset = args.after == null ? 0 : (cursorOffset(args.after) as number) + 1;
+      return toConnection(await ctx.loaders.repositoryPage.load({ limit: first, offset }), offset);
+    },
+  }),
+}));
+
+function toConnection(page: WireRepositoryList, offset: number): RepositoryConnection {
+  const edges = page.repositories.map((wire, index) => ({ cursor: encodeCursor(offset + index), node: toRepository(wire) }));
+  return {
+    edges,
+    totalCount: page.total,
+    pageInfo: {
+      hasNextPage: offset + edges.length < page.total,
+      hasPreviousPage: offset > 0,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+  };
+}

@@ -1,0 +1,8 @@
+import { builder } from './builder.js';
+
+builder.queryType({
+  description: 'Reads: the repository list and the DNS pre-check of a domain verification.',
+});
+builder.mutationType({
+  description: 'Writes: domain verifications and dev servers. Never retried automatically.',
+});
