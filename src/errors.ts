@@ -110,3 +110,27 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   }
   return out;
 }
+
+/** graphql-js's error, recognised by name: a second copy of graphql (ESM and CJS) fails instanceof. */
+function isGraphQLError(error: unknown): error is GraphQLError {
+  return error instanceof Error && error.name === 'GraphQLError';
+}
+
+/**
+ * Yoga's masking: our coded errors and graphql-js's own pre-execution errors (bad variables) pass;
+ * anything else is reported through `log` and reaches the client as a generic
+ * INTERNAL_SERVER_ERROR, without its message or stack.
+ */
+export function maskError(error: unknown, log: (error: unknown) => void): Error {
+  if (isGraphQLError(error)) {
+    // Ours: it carries its code (and, when located, its path).
+    if (error instanceof FacadeError || error.originalError instanceof FacadeError) return error;
+    const fromGraphql = !error.originalError || isGraphQLError(error.originalError);
+    if (fromGraphql && error.path === undefined) {
+      (error.extensions as Record<string, unknown>).code ??= 'BAD_USER_INPUT';
+      return error;
+    }
+  }
+  log(isGraphQLError(error) ? (error.originalError ?? error) : error);
+  return new GraphQLError('Internal server error', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+}
