@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
+import { createTxtLoader, createTxtResolver, type TxtLoader, type TxtResolver } from './dns/resolver.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import { createLoaders, type Loaders } from './upstream/loaders.js';
 
@@ -11,6 +12,8 @@ export interface RequestContext {
   /** This request's credentials, id and abort signal, passed to every upstream call it makes. */
   call: CallContext;
   loaders: Loaders;
+  /** This request's TXT look-ups, one DNS query per host. */
+  txtLookups: TxtLoader;
   requestId: string;
   /** The upstream calls this request made, for its log line and tests. */
   upstreamCalls: CompletedCall[];
@@ -21,12 +24,14 @@ export type Context = YogaInitialContext & RequestContext;
 export interface ContextDeps {
   config: Config;
   client: UpstreamClient;
+  /** Default: one built from `config.dns`, shared by the app's requests. */
+  txtResolver?: TxtResolver;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Per request: a request id, the credential to forward and fresh loaders around the shared client. */
-export function createContextFactory({ config, client }: ContextDeps) {
+export function createContextFactory({ config, client, txtResolver = createTxtResolver(config.dns) }: ContextDeps) {
   return (initial: YogaInitialContext): RequestContext => {
     const { headers, signal } = initial.request;
     const incoming = headers.get('x-request-id');
@@ -34,7 +39,9 @@ export function createContextFactory({ config, client }: ContextDeps) {
     const upstreamCalls: CompletedCall[] = [];
     const call: CallContext = {
       // In service-key mode the client substitutes its own key; the caller's is never forwarded.
-      authorization: config.upstream.apiKey ? undefined : (headers.get('authorization') ?? undefined),
+      authorization: config.upstream.apiKey
+        ? undefined
+        : (headers.get('authorization') ?? undefined),
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
@@ -44,6 +51,7 @@ export function createContextFactory({ config, client }: ContextDeps) {
       client,
       call,
       loaders: createLoaders(client, call, { maxCoalescedRange: config.maxCoalescedRange }),
+      txtLookups: createTxtLoader(txtResolver, signal),
       requestId,
       upstreamCalls,
     };

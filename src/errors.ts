@@ -132,5 +132,7 @@ export function maskError(error: unknown, log: (error: unknown) => void): Error 
     }
   }
   log(isGraphQLError(error) ? (error.originalError ?? error) : error);
-  return new GraphQLError('Internal server error', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+  return new GraphQLError('Internal server error', {
+    extensions: { code: 'INTERNAL_SERVER_ERROR' },
+  });
 }

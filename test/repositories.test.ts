@@ -46,7 +46,11 @@ describe('repositories', () => {
   beforeEach(() => h.sandbox.clearRequests());
 
   it('maps a page faithfully and sends limit and offset as given', async () => {
-    const result = await h.gql<{ repositories: Page }>(PAGE, { limit: 5, offset: 3 }, { authorization: 'Bearer alice' });
+    const result = await h.gql<{ repositories: Page }>(
+      PAGE,
+      { limit: 5, offset: 3 },
+      { authorization: 'Bearer alice' },
+    );
     expect(result.errors).toBeUndefined();
     const [request, ...rest] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
     expect(rest).toHaveLength(0);
@@ -64,22 +68,34 @@ describe('repositories', () => {
       expect(item.defaultBranch).toBe(repo?.defaultBranch);
       // The upstream's maps, as lists, in the upstream's order; a missing inner name is the key.
       expect(item.branches).toEqual(
-        Object.entries(repo?.branches ?? {}).map(([key, b]) => ({ name: b.name ?? key, target: b.target, isDefault: b.default })),
+        Object.entries(repo?.branches ?? {}).map(([key, b]) => ({
+          name: b.name ?? key,
+          target: b.target,
+          isDefault: b.default,
+        })),
       );
       expect(item.tags).toEqual(
-        Object.entries(repo?.tags ?? {}).map(([key, t]) => ({ name: t.name ?? key, target: t.target, message: t.message ?? null })),
+        Object.entries(repo?.tags ?? {}).map(([key, t]) => ({
+          name: t.name ?? key,
+          target: t.target,
+          message: t.message ?? null,
+        })),
       );
     });
   });
 
   it('does not send an omitted limit or offset', async () => {
-    const result = await h.gql<{ repositories: Page }>('{ repositories { total offset items { id } } }');
+    const result = await h.gql<{ repositories: Page }>(
+      '{ repositories { total offset items { id } } }',
+    );
     expect(result.errors).toBeUndefined();
     const [request] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
     expect(request?.query).toEqual({});
     expect(request?.headers.authorization).toBeUndefined();
     const wire = await direct(h, '');
-    expect(result.data?.repositories.items.map((i) => i.id)).toEqual(wire.repositories.map((r) => r.id));
+    expect(result.data?.repositories.items.map((i) => i.id)).toEqual(
+      wire.repositories.map((r) => r.id),
+    );
   });
 
   it('treats an explicit null like an omitted argument', async () => {
@@ -108,7 +124,12 @@ describe('repositories', () => {
     expect(last.data?.repositories.items).toHaveLength(5);
     expect(last.data?.repositories.hasNextPage).toBe(false);
     const past = await h.gql<{ repositories: Page }>(PAGE, { limit: 10, offset: 40 });
-    expect(past.data?.repositories).toMatchObject({ items: [], total: 30, offset: 40, hasNextPage: false });
+    expect(past.data?.repositories).toMatchObject({
+      items: [],
+      total: 30,
+      offset: 40,
+      hasNextPage: false,
+    });
   });
 
   it('finds one branch or tag by name, or null', async () => {
@@ -118,13 +139,17 @@ describe('repositories', () => {
     const item = result.data?.repositories.items[0];
     expect(item?.none).toBeNull();
     expect(item?.tag).toBeNull();
-    if (item?.defaultBranch === 'main') expect(item.branch).toEqual({ name: 'main', isDefault: true });
+    if (item?.defaultBranch === 'main')
+      expect(item.branch).toEqual({ name: 'main', isDefault: true });
   });
 
   it('makes one upstream call for two aliased identical fields', async () => {
-    const result = await h.gql('{ a: repositories(limit: 3) { items { id } } b: repositories(limit: 3) { total items { id } } }');
+    const result = await h.gql(
+      '{ a: repositories(limit: 3) { items { id } } b: repositories(limit: 3) { total items { id } } }',
+    );
     expect(result.errors).toBeUndefined();
-    expect(result.data?.a).toEqual({ items: (result.data?.b as { items: unknown }).items });
+    const b = result.data?.b as { items: unknown } | undefined;
+    expect(result.data?.a).toEqual({ items: b?.items });
     expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')).toHaveLength(1);
   });
 
@@ -134,8 +159,12 @@ describe('repositories', () => {
       h.gql<{ repositories: Page }>(PAGE, { limit: 3 }, { authorization: 'Bearer bob' }),
     ]);
     const ids = (page?: { repositories: Page } | null) => page?.repositories.items.map((i) => i.id);
-    expect(ids(alice.data)).toEqual((await direct(h, '?limit=3', 'alice')).repositories.map((r) => r.id));
-    expect(ids(bob.data)).toEqual((await direct(h, '?limit=3', 'bob')).repositories.map((r) => r.id));
+    expect(ids(alice.data)).toEqual(
+      (await direct(h, '?limit=3', 'alice')).repositories.map((r) => r.id),
+    );
+    expect(ids(bob.data)).toEqual(
+      (await direct(h, '?limit=3', 'bob')).repositories.map((r) => r.id),
+    );
     expect(ids(alice.data)).not.toEqual(ids(bob.data));
   });
 });

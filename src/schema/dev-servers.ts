@@ -6,18 +6,29 @@ const EXTERNAL_PORTS = [443, 8081];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const nonBlank = (what: string) =>
-  z.string().refine((value) => value.trim() !== '', `must not be empty when ${what} is given`).nullish();
+  z
+    .string()
+    .refine((value) => value.trim() !== '', `must not be empty when ${what} is given`)
+    .nullish();
 
 /** Reports every repeat of a key at `[index].field`, so the client sees the exact offending path. */
 const uniqueBy = <T>(field: string & keyof T, what: string) =>
-  z.array(z.custom<T>()).nullish().superRefine((list, ctx) => {
-    const seen = new Set<unknown>();
-    list?.forEach((item, index) => {
-      const value = item[field];
-      if (seen.has(value)) ctx.addIssue({ code: 'custom', path: [index, field], message: `${what} ${String(value)} is given twice` });
-      seen.add(value);
+  z
+    .array(z.custom<T>())
+    .nullish()
+    .superRefine((list, ctx) => {
+      const seen = new Set<unknown>();
+      list?.forEach((item, index) => {
+        const value = item[field];
+        if (seen.has(value))
+          ctx.addIssue({
+            code: 'custom',
+            path: [index, field],
+            message: `${what} ${String(value)} is given twice`,
+          });
+        seen.add(value);
+      });
     });
-  });
 
 const EnvVarInput = builder.inputType('EnvVarInput', {
   description: 'An environment variable of the dev server.',
@@ -42,7 +53,11 @@ const PortMappingInput = builder.inputType('PortMappingInput', {
     targetPort: t.int({
       required: true,
       description: 'The port inside the dev server (1-65535).',
-      validate: z.number().int().min(1, 'must be between 1 and 65535').max(65535, 'must be between 1 and 65535'),
+      validate: z
+        .number()
+        .int()
+        .min(1, 'must be between 1 and 65535')
+        .max(65535, 'must be between 1 and 65535'),
     }),
   }),
 });
@@ -51,29 +66,50 @@ const RequestDevServerInput = builder.inputType('RequestDevServerInput', {
   description:
     'What to run in the dev server. An omitted field is not sent upstream; null is sent as null; `ports: []` exposes nothing, while omitted ports expose 3000 on 443.',
   fields: (t) => ({
-    repoId: t.id({ description: 'The repository to start from (non-empty when given).', validate: nonBlank('repoId') }),
-    gitRef: t.string({ description: 'The git ref to check out (non-empty when given).', validate: nonBlank('gitRef') }),
+    repoId: t.id({
+      description: 'The repository to start from (non-empty when given).',
+      validate: nonBlank('repoId'),
+    }),
+    gitRef: t.string({
+      description: 'The git ref to check out (non-empty when given).',
+      validate: nonBlank('gitRef'),
+    }),
     devCommand: t.string({ description: 'The command that runs the dev server.' }),
     installCommand: t.string({ description: 'The command that installs dependencies.' }),
-    preDevCommandOnce: t.string({ description: 'A command run once before the first dev command.' }),
+    preDevCommandOnce: t.string({
+      description: 'A command run once before the first dev command.',
+    }),
     envVars: t.field({
       type: [EnvVarInput],
       description: 'Environment variables; names are unique. Sent upstream as an object.',
       validate: uniqueBy<{ name: string }>('name', 'the variable'),
     }),
     computeClass: t.string({
-      description: 'The compute class, e.g. "high" (the upstream default) or "low"; non-empty when given.',
+      description:
+        'The compute class, e.g. "high" (the upstream default) or "low"; non-empty when given.',
       validate: nonBlank('computeClass'),
     }),
-    timeout: t.int({ description: 'Seconds before the dev server stops (>= 0).', validate: z.number().int().min(0, 'must be >= 0').nullish() }),
+    timeout: t.int({
+      description: 'Seconds before the dev server stops (>= 0).',
+      validate: z.number().int().min(0, 'must be >= 0').nullish(),
+    }),
     ports: t.field({
       type: [PortMappingInput],
       description: 'External port mappings; each external port at most once.',
       validate: uniqueBy<{ port: number }>('port', 'external port'),
     }),
-    baseId: t.string({ description: 'Deprecated upstream.', deprecationReason: 'Deprecated by the upstream API; use repoId.' }),
-    domain: t.string({ description: 'Deprecated upstream.', deprecationReason: 'Deprecated by the upstream API.' }),
-    repo: t.string({ description: 'Deprecated upstream.', deprecationReason: 'Deprecated by the upstream API; use repoId.' }),
+    baseId: t.string({
+      description: 'Deprecated upstream.',
+      deprecationReason: 'Deprecated by the upstream API; use repoId.',
+    }),
+    domain: t.string({
+      description: 'Deprecated upstream.',
+      deprecationReason: 'Deprecated by the upstream API.',
+    }),
+    repo: t.string({
+      description: 'Deprecated upstream.',
+      deprecationReason: 'Deprecated by the upstream API; use repoId.',
+    }),
   }),
 });
 
@@ -85,26 +121,42 @@ function toWireRequest(input: Input): WireDevServerRequest {
   const body: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(rest)) if (value !== undefined) body[key] = value;
   if (repoId !== undefined) body.repoId = repoId === null ? null : String(repoId);
-  if (envVars !== undefined) body.envVars = envVars === null ? null : Object.fromEntries(envVars.map((v) => [v.name, v.value]));
+  if (envVars !== undefined)
+    body.envVars =
+      envVars === null ? null : Object.fromEntries(envVars.map((v) => [v.name, v.value]));
   return body as WireDevServerRequest;
 }
 
 const DevServerRef = builder.objectRef<WireDevServer>('DevServer').implement({
   description: 'An ephemeral development server.',
   fields: (t) => ({
-    ephemeralUrl: t.exposeString('ephemeralUrl', { nullable: true, description: 'The address of the dev server.' }),
-    mcpEphemeralUrl: t.exposeString('mcpEphemeralUrl', { nullable: true, description: 'The MCP address of the dev server.' }),
-    url: t.exposeString('url', { description: 'The old address field.', deprecationReason: 'Use ephemeralUrl.' }),
+    ephemeralUrl: t.exposeString('ephemeralUrl', {
+      nullable: true,
+      description: 'The address of the dev server.',
+    }),
+    mcpEphemeralUrl: t.exposeString('mcpEphemeralUrl', {
+      nullable: true,
+      description: 'The MCP address of the dev server.',
+    }),
+    url: t.exposeString('url', {
+      description: 'The old address field.',
+      deprecationReason: 'Use ephemeralUrl.',
+    }),
     isNew: t.exposeBoolean('isNew', { description: 'Whether this request created the server.' }),
-    devCommandRunning: t.exposeBoolean('devCommandRunning', { description: 'Whether the dev command is running.' }),
-    installCommandRunning: t.exposeBoolean('installCommandRunning', { description: 'Whether the install command is running.' }),
+    devCommandRunning: t.exposeBoolean('devCommandRunning', {
+      description: 'Whether the dev command is running.',
+    }),
+    installCommandRunning: t.exposeBoolean('installCommandRunning', {
+      description: 'Whether the install command is running.',
+    }),
   }),
 });
 
 builder.mutationFields((t) => ({
   requestDevServer: t.field({
     type: DevServerRef,
-    description: 'Requests a dev server for a repository. Checked before any upstream call; never retried automatically.',
+    description:
+      'Requests a dev server for a repository. Checked before any upstream call; never retried automatically.',
     args: { input: t.arg({ type: RequestDevServerInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.client.requestDevServer(toWireRequest(input), ctx.call),
   }),

@@ -32,7 +32,12 @@ interface RepositoryEdge {
 }
 interface RepositoryConnection {
   edges: RepositoryEdge[];
-  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  pageInfo: {
+    hasNextPage: boolean;
+    hasPreviousPage: boolean;
+    startCursor: string | null;
+    endCursor: string | null;
+  };
   totalCount: number;
 }
 
@@ -57,27 +62,46 @@ function toRepository(wire: WireRepository): Repository {
 const BranchRef = builder.objectRef<Branch>('Branch').implement({
   description: 'A branch of a repository.',
   fields: (t) => ({
-    name: t.exposeString('name', { description: 'The branch name (the map key when the upstream omits it).' }),
+    name: t.exposeString('name', {
+      description: 'The branch name (the map key when the upstream omits it).',
+    }),
     target: t.exposeString('target', { description: 'The commit the branch points at.' }),
-    isDefault: t.exposeBoolean('isDefault', { description: "Whether this is the repository's default branch (the upstream's `default`)." }),
+    isDefault: t.exposeBoolean('isDefault', {
+      description: "Whether this is the repository's default branch (the upstream's `default`).",
+    }),
   }),
 });
 
 const TagRef = builder.objectRef<Tag>('Tag').implement({
   description: 'A tag of a repository.',
   fields: (t) => ({
-    name: t.exposeString('name', { description: 'The tag name (the map key when the upstream omits it).' }),
+    name: t.exposeString('name', {
+      description: 'The tag name (the map key when the upstream omits it).',
+    }),
     target: t.exposeString('target', { description: 'The commit or object the tag points at.' }),
-    message: t.exposeString('message', { nullable: true, description: 'The annotation message, if any.' }),
+    message: t.exposeString('message', {
+      nullable: true,
+      description: 'The annotation message, if any.',
+    }),
   }),
 });
 
 const RepositoryRef = builder.objectRef<Repository>('Repository').implement({
   description: 'A git repository with its branches and tags.',
   fields: (t) => ({
-    id: t.exposeID('id', { nullable: true, description: 'The upstream identifier, when the upstream sends one.' }),
-    defaultBranch: t.exposeString('defaultBranch', { nullable: true, description: 'The name of the default branch.' }),
-    branches: t.field({ type: [BranchRef], description: "The branches, in the upstream's order.", resolve: (repo) => repo.branches }),
+    id: t.exposeID('id', {
+      nullable: true,
+      description: 'The upstream identifier, when the upstream sends one.',
+    }),
+    defaultBranch: t.exposeString('defaultBranch', {
+      nullable: true,
+      description: 'The name of the default branch.',
+    }),
+    branches: t.field({
+      type: [BranchRef],
+      description: "The branches, in the upstream's order.",
+      resolve: (repo) => repo.branches,
+    }),
     branch: t.field({
       type: BranchRef,
       nullable: true,
@@ -85,7 +109,11 @@ const RepositoryRef = builder.objectRef<Repository>('Repository').implement({
       args: { name: t.arg.string({ required: true, description: 'The branch name.' }) },
       resolve: (repo, { name }) => repo.branches.find((branch) => branch.name === name) ?? null,
     }),
-    tags: t.field({ type: [TagRef], description: "The tags, in the upstream's order.", resolve: (repo) => repo.tags }),
+    tags: t.field({
+      type: [TagRef],
+      description: "The tags, in the upstream's order.",
+      resolve: (repo) => repo.tags,
+    }),
     tag: t.field({
       type: TagRef,
       nullable: true,
@@ -96,13 +124,28 @@ const RepositoryRef = builder.objectRef<Repository>('Repository').implement({
   }),
 });
 
+// An entity keyed by the upstream's id (when it sends one). The upstream lists repositories but has
+// no read by id, so the key is not resolvable: the router never asks this subgraph for one.
+builder.asEntity(RepositoryRef, {
+  key: builder.keyDirective(builder.selection<{ id: string }>('id'), false),
+  resolveReference: () => {
+    throw new Error('Repository cannot be fetched by key: the upstream has no such read');
+  },
+});
+
 const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').implement({
   description: 'One page of repositories, paged by limit and offset.',
   fields: (t) => ({
-    items: t.field({ type: [RepositoryRef], description: 'The repositories of this page.', resolve: (page) => page.items }),
+    items: t.field({
+      type: [RepositoryRef],
+      description: 'The repositories of this page.',
+      resolve: (page) => page.items,
+    }),
     total: t.exposeInt('total', { description: 'How many repositories there are in all.' }),
     offset: t.exposeInt('offset', { description: 'The offset of the first item of this page.' }),
-    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether repositories follow this page (offset + items < total).' }),
+    hasNextPage: t.exposeBoolean('hasNextPage', {
+      description: 'Whether repositories follow this page (offset + items < total).',
+    }),
   }),
 });
 
@@ -111,8 +154,14 @@ const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInf
   fields: (t) => ({
     hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether more edges follow.' }),
     hasPreviousPage: t.exposeBoolean('hasPreviousPage', { description: 'Whether edges precede.' }),
-    startCursor: t.exposeString('startCursor', { nullable: true, description: 'The cursor of the first edge.' }),
-    endCursor: t.exposeString('endCursor', { nullable: true, description: 'The cursor of the last edge; pass it as `after`.' }),
+    startCursor: t.exposeString('startCursor', {
+      nullable: true,
+      description: 'The cursor of the first edge.',
+    }),
+    endCursor: t.exposeString('endCursor', {
+      nullable: true,
+      description: 'The cursor of the last edge; pass it as `after`.',
+    }),
   }),
 });
 
@@ -120,25 +169,44 @@ const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').im
   description: 'A repository and its cursor.',
   fields: (t) => ({
     cursor: t.exposeString('cursor', { description: 'An opaque cursor for this position.' }),
-    node: t.field({ type: RepositoryRef, description: 'The repository.', resolve: (edge) => edge.node }),
+    node: t.field({
+      type: RepositoryRef,
+      description: 'The repository.',
+      resolve: (edge) => edge.node,
+    }),
   }),
 });
 
-const RepositoryConnectionRef = builder.objectRef<RepositoryConnection>('RepositoryConnection').implement({
-  description: 'The repository list as a Relay connection.',
-  fields: (t) => ({
-    edges: t.field({ type: [RepositoryEdgeRef], description: 'The edges of this page.', resolve: (c) => c.edges }),
-    pageInfo: t.field({ type: PageInfoRef, description: 'Where this page stands.', resolve: (c) => c.pageInfo }),
-    totalCount: t.exposeInt('totalCount', { description: 'How many repositories there are in all.' }),
-  }),
-});
+const RepositoryConnectionRef = builder
+  .objectRef<RepositoryConnection>('RepositoryConnection')
+  .implement({
+    description: 'The repository list as a Relay connection.',
+    fields: (t) => ({
+      edges: t.field({
+        type: [RepositoryEdgeRef],
+        description: 'The edges of this page.',
+        resolve: (c) => c.edges,
+      }),
+      pageInfo: t.field({
+        type: PageInfoRef,
+        description: 'Where this page stands.',
+        resolve: (c) => c.pageInfo,
+      }),
+      totalCount: t.exposeInt('totalCount', {
+        description: 'How many repositories there are in all.',
+      }),
+    }),
+  });
 
 const CURSOR_PREFIX = 'repositories:';
-const encodeCursor = (offset: number) => Buffer.from(`${CURSOR_PREFIX}${offset}`).toString('base64url');
+const encodeCursor = (offset: number) =>
+  Buffer.from(`${CURSOR_PREFIX}${offset}`).toString('base64url');
 const cursorOffset = (cursor: string) => {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const digits = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : '';
-  return /^\d{1,15}$/.test(digits) && encodeCursor(Number(digits)) === cursor ? Number(digits) : null;
+  return /^\d{1,15}$/.test(digits) && encodeCursor(Number(digits)) === cursor
+    ? Number(digits)
+    : null;
 };
 
 const nonNegative = z.number().int().min(0, 'must be >= 0').nullish();
@@ -147,9 +215,13 @@ const DEFAULT_FIRST = 20;
 builder.queryFields((t) => ({
   repositories: t.field({
     type: RepositoryPageRef,
-    description: 'One page of repositories. Omitted limit and offset are not sent: the upstream defaults apply.',
+    description:
+      'One page of repositories. Omitted limit and offset are not sent: the upstream defaults apply.',
     args: {
-      limit: t.arg.int({ description: 'How many repositories at most (>= 0).', validate: nonNegative }),
+      limit: t.arg.int({
+        description: 'How many repositories at most (>= 0).',
+        validate: nonNegative,
+      }),
       offset: t.arg.int({ description: 'How many to skip (>= 0).', validate: nonNegative }),
     },
     resolve: async (_root, args, ctx, info) => {
@@ -160,24 +232,44 @@ builder.queryFields((t) => ({
       const countOnly = !fields.has('items') && (limit !== undefined || !fields.has('hasNextPage'));
       const page = await ctx.loaders.repositoryPage.load({ limit: countOnly ? 0 : limit, offset });
       const items = page.repositories.map(toRepository);
-      const shown = countOnly && limit !== undefined ? Math.min(limit, Math.max(0, page.total - page.offset)) : items.length;
-      return { items, total: page.total, offset: page.offset, hasNextPage: page.offset + shown < page.total };
+      const shown =
+        countOnly && limit !== undefined
+          ? Math.min(limit, Math.max(0, page.total - page.offset))
+          : items.length;
+      return {
+        items,
+        total: page.total,
+        offset: page.offset,
+        hasNextPage: page.offset + shown < page.total,
+      };
     },
   }),
   repositoriesConnection: t.field({
     type: RepositoryConnectionRef,
     description: `The repository list as a Relay connection; \`first\` defaults to ${DEFAULT_FIRST} and may not exceed the configured MAX_PAGE_SIZE.`,
     args: {
-      first: t.arg.int({ description: 'How many edges at most (0 to MAX_PAGE_SIZE).', validate: nonNegative }),
+      first: t.arg.int({
+        description: 'How many edges at most (0 to MAX_PAGE_SIZE).',
+        validate: nonNegative,
+      }),
       after: t.arg.string({
-        description: 'The cursor after which to start (an `endCursor` or edge `cursor` this API issued).',
-        validate: z.string().nullish().refine((v) => v == null || cursorOffset(v) !== null, 'is not a cursor issued by this API'),
+        description:
+          'The cursor after which to start (an `endCursor` or edge `cursor` this API issued).',
+        validate: z
+          .string()
+          .nullish()
+          .refine(
+            (v) => v == null || cursorOffset(v) !== null,
+            'is not a cursor issued by this API',
+          ),
       }),
     },
     resolve: async (_root, args, ctx) => {
       const max = ctx.config.maxPageSize;
       if (args.first != null && args.first > max) {
-        throw new BadUserInputError([{ path: 'first', message: `must be <= ${max} (MAX_PAGE_SIZE)` }]);
+        throw new BadUserInputError([
+          { path: 'first', message: `must be <= ${max} (MAX_PAGE_SIZE)` },
+        ]);
       }
       const first = args.first ?? Math.min(DEFAULT_FIRST, max);
       const offset = args.after == null ? 0 : (cursorOffset(args.after) as number) + 1;
@@ -187,7 +279,10 @@ builder.queryFields((t) => ({
 }));
 
 function toConnection(page: WireRepositoryList, offset: number): RepositoryConnection {
-  const edges = page.repositories.map((wire, index) => ({ cursor: encodeCursor(offset + index), node: toRepository(wire) }));
+  const edges = page.repositories.map((wire, index) => ({
+    cursor: encodeCursor(offset + index),
+    node: toRepository(wire),
+  }));
   return {
     edges,
     totalCount: page.total,

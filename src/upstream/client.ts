@@ -87,13 +87,21 @@ export class UpstreamClient {
       });
   }
 
-  listRepositories(page: { limit?: number | undefined; offset?: number | undefined }, call: CallContext) {
+  listRepositories(
+    page: { limit?: number | undefined; offset?: number | undefined },
+    call: CallContext,
+  ) {
     const query = new URLSearchParams();
     if (page.limit !== undefined) query.set('limit', String(page.limit));
     if (page.offset !== undefined) query.set('offset', String(page.offset));
     const search = query.size > 0 ? `?${query}` : '';
     return this.#send(
-      { method: 'GET', route: 'GET /git/v1/repo', path: `/git/v1/repo${search}`, schema: wireRepositoryList },
+      {
+        method: 'GET',
+        route: 'GET /git/v1/repo',
+        path: `/git/v1/repo${search}`,
+        schema: wireRepositoryList,
+      },
       call,
     );
   }
@@ -156,7 +164,8 @@ export class UpstreamClient {
       } catch (error) {
         const failure = toUpstreamError(error, timeout, timeoutMs);
         const delay = retryDelay(failure, attempt);
-        if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline) throw failure;
+        if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline)
+          throw failure;
         await sleep(delay, undefined, { signal }).catch(() => {
           throw toUpstreamError(signal.reason, timeout, timeoutMs);
         });
@@ -164,7 +173,12 @@ export class UpstreamClient {
     }
   }
 
-  async #attempt<T>(request: Send<T>, call: CallContext, signal: AbortSignal, timeoutMs: number): Promise<T> {
+  async #attempt<T>(
+    request: Send<T>,
+    call: CallContext,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<T> {
     const started = performance.now();
     let outcome: number | ErrorCode = 'UPSTREAM_UNAVAILABLE';
     try {
@@ -192,7 +206,11 @@ export class UpstreamClient {
         });
       });
       if (response.statusCode < 200 || response.statusCode >= 300) {
-        throw upstreamHttpError(response.statusCode, errorMessage(response.statusCode, text), header(response.headers['retry-after']));
+        throw upstreamHttpError(
+          response.statusCode,
+          errorMessage(response.statusCode, text),
+          header(response.headers['retry-after']),
+        );
       }
       return parseBody(text, request.schema, response.statusCode);
     } catch (error) {
@@ -201,7 +219,12 @@ export class UpstreamClient {
       }
       throw error;
     } finally {
-      const completed = { route: request.route, outcome, durationMs: performance.now() - started, requestId: call.requestId };
+      const completed = {
+        route: request.route,
+        outcome,
+        durationMs: performance.now() - started,
+        requestId: call.requestId,
+      };
       this.#options.onCall?.(completed);
       call.onCall?.(completed);
     }
@@ -210,7 +233,9 @@ export class UpstreamClient {
   #headers(request: Send<unknown>, call: CallContext): Record<string, string> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
-    const authorization = this.#options.apiKey ? `Bearer ${this.#options.apiKey}` : call.authorization;
+    const authorization = this.#options.apiKey
+      ? `Bearer ${this.#options.apiKey}`
+      : call.authorization;
     if (authorization) headers.authorization = authorization;
     if (call.requestId) headers['x-request-id'] = call.requestId;
     return headers;
@@ -230,7 +255,9 @@ async function readCapped(
   cap: number,
 ): Promise<string> {
   const tooLarge = () =>
-    new UpstreamError('UPSTREAM_BAD_RESPONSE', { message: `The upstream's answer exceeds ${cap} bytes` });
+    new UpstreamError('UPSTREAM_BAD_RESPONSE', {
+      message: `The upstream's answer exceeds ${cap} bytes`,
+    });
   if (Number(header(contentLength) ?? 0) > cap) {
     body.destroy();
     throw tooLarge();
@@ -264,7 +291,10 @@ function parseBody<T>(text: string, schema: z.ZodType<T>, status: number): T {
   try {
     json = text === '' ? undefined : JSON.parse(text);
   } catch {
-    throw new UpstreamError('UPSTREAM_BAD_RESPONSE', { status, message: 'The upstream answered with a body that is not JSON' });
+    throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
+      status,
+      message: 'The upstream answered with a body that is not JSON',
+    });
   }
   const parsed = schema.safeParse(json);
   if (parsed.success) return parsed.data;
@@ -280,22 +310,31 @@ function toUpstreamError(error: unknown, timeout: AbortSignal, timeoutMs: number
   if (error instanceof UpstreamError) return error;
   const code = (error as { code?: string } | undefined)?.code ?? '';
   if (timeout.aborted || TRANSPORT_CODES[code] === 'UPSTREAM_TIMEOUT') {
-    return new UpstreamError('UPSTREAM_TIMEOUT', { message: `The upstream did not answer within ${timeoutMs} ms` });
+    return new UpstreamError('UPSTREAM_TIMEOUT', {
+      message: `The upstream did not answer within ${timeoutMs} ms`,
+    });
   }
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
-    return new UpstreamError('UPSTREAM_BAD_RESPONSE', { message: "The upstream's answer was cut off" });
+    return new UpstreamError('UPSTREAM_BAD_RESPONSE', {
+      message: "The upstream's answer was cut off",
+    });
   }
   if ((error as Error | undefined)?.name === 'AbortError' || code === 'UND_ERR_ABORTED') {
     // The GraphQL client went away; nobody reads this, but it must still be an expected error.
-    return new UpstreamError('UPSTREAM_UNAVAILABLE', { message: 'The request was cancelled by the client' });
+    return new UpstreamError('UPSTREAM_UNAVAILABLE', {
+      message: 'The request was cancelled by the client',
+    });
   }
-  return new UpstreamError('UPSTREAM_UNAVAILABLE', { message: `The upstream could not be reached (${code || 'connection failed'})` });
+  return new UpstreamError('UPSTREAM_UNAVAILABLE', {
+    message: `The upstream could not be reached (${code || 'connection failed'})`,
+  });
 }
 
 /** Backoff before the next attempt, or undefined when this failure is not worth retrying. */
 function retryDelay(error: UpstreamError, attempt: number): number | undefined {
   const status = error.upstream.status;
-  const retryable = status === undefined ? error.code === 'UPSTREAM_UNAVAILABLE' : RETRYABLE_STATUS.has(status);
+  const retryable =
+    status === undefined ? error.code === 'UPSTREAM_UNAVAILABLE' : RETRYABLE_STATUS.has(status);
   if (!retryable) return undefined;
   const retryAfter = error.extensions.retryAfter;
   if (typeof retryAfter === 'number') return retryAfter * 1000;

@@ -23,7 +23,11 @@ const pageKey = (key: PageKey) => `${key.limit ?? ''}:${key.offset ?? ''}`;
  * Fresh loaders for one GraphQL request: they hold that request's credentials and answers, so
  * they are never shared with another request.
  */
-export function createLoaders(client: UpstreamClient, call: CallContext, options: LoaderOptions): Loaders {
+export function createLoaders(
+  client: UpstreamClient,
+  call: CallContext,
+  options: LoaderOptions,
+): Loaders {
   return {
     repositoryPage: new DataLoader<PageKey, WireRepositoryList, string>(
       (keys) => loadPages(client, call, options, keys),
@@ -53,19 +57,11 @@ async function loadPages(
 ): Promise<Array<WireRepositoryList | Error>> {
   const results: Array<WireRepositoryList | Error> = new Array(keys.length);
   const ranges: Range[] = [];
-  const direct: Promise<void>[] = [];
+  // Pages at the upstream's default size go as they are; the others are sorted by offset.
+  const direct = keys.flatMap((key, index) => (key.limit === undefined ? [index] : []));
   const order = keys
     .map((key, index) => ({ key, index }))
-    .filter(({ key, index }) => {
-      if (key.limit !== undefined) return true;
-      direct.push(
-        client.listRepositories(key, call).then(
-          (page) => void (results[index] = page),
-          (error: Error) => void (results[index] = error),
-        ),
-      );
-      return false;
-    })
+    .filter(({ key }) => key.limit !== undefined)
     .sort((a, b) => (a.key.offset ?? 0) - (b.key.offset ?? 0));
 
   const totalsOnly: number[] = [];
@@ -77,7 +73,11 @@ async function loadPages(
     const start = key.offset ?? 0;
     const end = start + (key.limit ?? 0);
     const last = ranges.at(-1);
-    if (last && start <= last.end && Math.max(end, last.end) - last.start <= options.maxCoalescedRange) {
+    if (
+      last &&
+      start <= last.end &&
+      Math.max(end, last.end) - last.start <= options.maxCoalescedRange
+    ) {
       last.end = Math.max(last.end, end);
       last.keys.push(index);
       last.sendOffset ||= key.offset !== undefined;
@@ -91,12 +91,23 @@ async function loadPages(
     if (host) host.keys.push(index);
     else {
       const start = keys[index]?.offset ?? 0;
-      ranges.push({ start, end: start, keys: [index], sendOffset: keys[index]?.offset !== undefined });
+      ranges.push({
+        start,
+        end: start,
+        keys: [index],
+        sendOffset: keys[index]?.offset !== undefined,
+      });
     }
   }
 
   await Promise.all([
-    ...direct,
+    ...direct.map(async (index) => {
+      try {
+        results[index] = await client.listRepositories(keys[index] as PageKey, call);
+      } catch (error) {
+        results[index] = error as Error;
+      }
+    }),
     ...ranges.map(async (range) => {
       try {
         const covering = await fetchRange(client, call, range);
@@ -105,7 +116,8 @@ async function loadPages(
           const from = (key.offset ?? 0) - range.start;
           results[index] = {
             ...covering,
-            repositories: from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
+            repositories:
+              from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
             // An omitted offset is the upstream's default (0); echo what it said when it was asked alone.
             offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
           };
@@ -123,7 +135,11 @@ async function loadPages(
  * answers short while `total` says more exist, the rest is fetched rather than returning a short
  * page.
  */
-async function fetchRange(client: UpstreamClient, call: CallContext, range: Range): Promise<WireRepositoryList> {
+async function fetchRange(
+  client: UpstreamClient,
+  call: CallContext,
+  range: Range,
+): Promise<WireRepositoryList> {
   const offset = range.start;
   const limit = range.end - range.start;
   const first = await client.listRepositories(
