@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /** Thrown for a bad configuration value; main.ts prints its message as the one stderr line. */
@@ -27,8 +28,17 @@ const list = z
       .filter((item) => item !== ''),
   );
 
-// host, host:port, [v6]:port or a bare v6 address; the resolver itself rejects nonsense later.
-const dnsServer = z.string().regex(/^(\[[0-9a-fA-F:.]+\](:\d{1,5})?|[0-9a-fA-F:.]+|[\w.-]+(:\d{1,5})?)$/);
+// c-ares takes IP addresses only (a host name would need a resolver to resolve the resolver):
+// 1.2.3.4, 1.2.3.4:5353, ::1, [::1]:5353. It silently wraps a port above 65535, so check it here.
+function isDnsServer(entry: string): boolean {
+  if (isIP(entry) === 6) return true;
+  const match = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d{1,5}))?$/.exec(entry);
+  const port = match?.[3] === undefined ? 53 : Number(match[3]);
+  return match !== null && isIP(match[1] ?? match[2] ?? '') !== 0 && port >= 1 && port <= 65535;
+}
+const dnsServer = z
+  .string()
+  .refine(isDnsServer, 'must be IP[:port] entries (host names are not accepted)');
 
 const upstreamUrl = z
   .string()

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
-import { createTxtLoader, createTxtResolver, type TxtLoader, type TxtResolver } from './dns/resolver.js';
+import {
+  createTxtLoader,
+  createTxtResolver,
+  type TxtLoader,
+  type TxtResolver,
+} from './dns/resolver.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import { createLoaders, type Loaders } from './upstream/loaders.js';
 
@@ -31,7 +36,11 @@ export interface ContextDeps {
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Per request: a request id, the credential to forward and fresh loaders around the shared client. */
-export function createContextFactory({ config, client, txtResolver = createTxtResolver(config.dns) }: ContextDeps) {
+export function createContextFactory({
+  config,
+  client,
+  txtResolver = createTxtResolver(config.dns),
+}: ContextDeps) {
   return (initial: YogaInitialContext): RequestContext => {
     const { headers, signal } = initial.request;
     const incoming = headers.get('x-request-id');

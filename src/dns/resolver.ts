@@ -1,0 +1,106 @@
+import { promises as dnsPromises } from 'node:dns';
+import DataLoader from 'dataloader';
+import { ConfigError } from '../config.js';
+
+// c-ares's Resolver: queries go out on its own sockets and answer through the event loop, unlike
+// dns.lookup(), which occupies a libuv thread-pool slot (shared with fs and crypto) per call.
+const { Resolver } = dnsPromises;
+
+/** Every way a TXT look-up can end; none of them is an exception. */
+export type TxtLookupResult =
+  | { outcome: 'found'; values: string[] }
+  /** NXDOMAIN: the name does not exist (yet). */
+  | { outcome: 'no-such-name' }
+  /** The name exists but has no TXT record. */
+  | { outcome: 'no-record' }
+  | { outcome: 'timeout' }
+  | { outcome: 'refused' }
+  /** Any other failure, with c-ares's code (ESERVFAIL, ECONNREFUSED, EBADRESP, ...). */
+  | { outcome: 'failed'; code: string };
+
+export interface TxtResolver {
+  /** Never rejects. The signal abandons the look-up (the request went away). */
+  resolveTxt(host: string, signal?: AbortSignal): Promise<TxtLookupResult>;
+  /** The budget of one look-up, all tries together. */
+  readonly timeoutMs: number;
+}
+
+export interface TxtResolverOptions {
+  /** `host[:port]` entries as Resolver#setServers takes them; undefined: the system's. */
+  servers: string[] | undefined;
+  /** Total for all tries. */
+  timeoutMs: number;
+  tries: number;
+}
+
+const BY_CODE: Record<string, TxtLookupResult> = {
+  ENOTFOUND: { outcome: 'no-such-name' },
+  ENODATA: { outcome: 'no-record' },
+  ETIMEOUT: { outcome: 'timeout' },
+  EREFUSED: { outcome: 'refused' },
+};
+
+/**
+ * Created once per app. A bad server list throws a ConfigError naming DNS_SERVERS here, at start,
+ * rather than at the first look-up: the config's pattern admits host names, which c-ares refuses.
+ */
+export function createTxtResolver({ servers, timeoutMs, tries }: TxtResolverOptions): TxtResolver {
+  // The contract splits the budget evenly over the tries. c-ares stretches later tries (and, in
+  // 1.34, rounds its timers up), so the deadline below is what actually bounds a look-up.
+  const options = { timeout: Math.max(1, Math.floor(timeoutMs / tries)), tries };
+  let configured: string[] | undefined;
+  if (servers) {
+    try {
+      const probe = new Resolver(options);
+      probe.setServers(servers);
+      configured = probe.getServers();
+    } catch (error) {
+      throw new ConfigError(
+        `DNS_SERVERS: ${(error as Error).message} (resolvers must be IP addresses, host[:port])`,
+      );
+    }
+  }
+
+  return {
+    timeoutMs,
+    async resolveTxt(host, signal) {
+      if (signal?.aborted) return { outcome: 'failed', code: 'ECANCELLED' };
+      // One channel per look-up: cancel() cancels everything on a channel, and only this look-up
+      // may be abandoned at its deadline. A fresh channel also has an empty cache (c-ares caches
+      // answers, NXDOMAIN included), so "what is published now" is never a stale answer.
+      const resolver = new Resolver(options);
+      if (configured) resolver.setServers(configured);
+      let timedOut = false;
+      const deadline = setTimeout(() => {
+        timedOut = true;
+        resolver.cancel();
+      }, timeoutMs);
+      const abort = () => resolver.cancel();
+      signal?.addEventListener('abort', abort, { once: true });
+      try {
+        const records = await resolver.resolveTxt(host);
+        // A TXT record may come in several character-strings (each at most 255 bytes): one value.
+        return { outcome: 'found', values: records.map((chunks) => chunks.join('')) };
+      } catch (error) {
+        if (timedOut) return { outcome: 'timeout' };
+        const code = (error as NodeJS.ErrnoException).code ?? 'UNKNOWN';
+        return BY_CODE[code] ?? { outcome: 'failed', code };
+      } finally {
+        clearTimeout(deadline);
+        signal?.removeEventListener('abort', abort);
+      }
+    },
+  };
+}
+
+export type TxtLoader = DataLoader<string, TxtLookupResult>;
+
+/**
+ * Per request: the same host asked twice (two aliases, two codes for one domain) is one DNS
+ * query. Hosts are already normalised (lower case, punycode), so the host is the key.
+ */
+export function createTxtLoader(resolver: TxtResolver, signal?: AbortSignal): TxtLoader {
+  return new DataLoader<string, TxtLookupResult>((hosts) =>
+    Promise.all(hosts.map((host) => resolver.resolveTxt(host, signal))),
+  );
+}

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import type { TxtLookupResult } from '../dns/resolver.js';
+import { builder } from './builder.js';
+import { domainName, txtHost } from './domains.js';
+
+interface DomainDnsCheck {
+  host: string;
+  values: string[];
+  matches: boolean | null;
+  error: string | null;
+}
+
+const DomainDnsCheckRef = builder.objectRef<DomainDnsCheck>('DomainDnsCheck').implement({
+  description:
+    "What the facade's own resolver sees at a domain's verification host right now: whether the TXT record is published yet, before calling verifyDomain. A DNS outcome (missing name, timeout, ...) is an answer here, never a GraphQL error.",
+  fields: (t) => ({
+    host: t.exposeString('host', {
+      description:
+        'The name that was looked up: `_service_custom_hostname.<domain>`, the domain in punycode.',
+    }),
+    values: t.exposeStringList('values', {
+      description:
+        'The TXT values found there now, one per record (a record sent in several character-strings is joined). Empty when there are none or the look-up failed.',
+    }),
+    matches: t.exposeBoolean('matches', {
+      nullable: true,
+      description:
+        'True when one of the values equals verificationCode; false when none does (no record at all included); null when no code was given or the look-up itself failed.',
+    }),
+    error: t.exposeString('error', {
+      nullable: true,
+      description:
+        'Why `values` is empty or incomplete, in plain words: no such name, no TXT record at that name, the resolver timed out, the resolver refused or failed. Null when the look-up answered records.',
+    }),
+  }),
+});
+
+/** Plain words for a failed look-up; c-ares's codes mean nothing to the person at the DNS provider. */
+function describe(result: TxtLookupResult, host: string, timeoutMs: number): string | null {
+  switch (result.outcome) {
+    case 'found':
+      return null;
+    case 'no-such-name':
+      return `No such name: ${host} does not exist (yet). Publish the TXT record there, then check again.`;
+    case 'no-record':
+      return `No TXT record at that name: ${host} exists but has no TXT record.`;
+    case 'timeout':
+      return `The resolver timed out: no answer within ${timeoutMs} ms. Try again later.`;
+    case 'refused':
+      return 'The resolver refused the query.';
+    case 'failed':
+      return `The resolver failed (${FAILURES[result.code] ?? result.code}).`;
+  }
+}
+
+const FAILURES: Record<string, string> = {
+  ESERVFAIL: 'it answered SERVFAIL',
+  ECONNREFUSED: 'connection refused',
+  EBADRESP: 'a malformed answer',
+  ECANCELLED: 'the request was cancelled',
+};
+
+// Whitespace around a pasted code is a copy-and-paste accident, not part of the code; the
+// upstream compares trimmed values too, so `matches: true` predicts `verified: true`.
+const verificationCode = z.string().trim().min(1, 'must not be empty when given').nullish();
+
+builder.queryFields((t) => ({
+  domainDnsCheck: t.field({
+    type: DomainDnsCheckRef,
+    description:
+      'Looks up the TXT record at `_service_custom_hostname.<domain>` from the facade, so a client can tell its user "not published yet" before calling verifyDomain. An invalid domain is BAD_USER_INPUT (and nothing is looked up); every DNS outcome is an answer.',
+    args: {
+      domain: t.arg.string({
+        required: true,
+        description:
+          'The domain, as for createDomainVerification: trimmed, lower-cased, trailing dot dropped, an internationalised name converted to punycode.',
+        validate: domainName,
+      }),
+      verificationCode: t.arg.string({
+        description: 'The code from createDomainVerification; without it `matches` is null.',
+        validate: verificationCode,
+      }),
+    },
+    resolve: async (_root, args, ctx) => {
+      const host = txtHost(args.domain);
+      const code = args.verificationCode ?? null;
+      const result = await ctx.txtLookups.load(host);
+      const values = result.outcome === 'found' ? result.values : [];
+      const answered =
+        result.outcome === 'found' ||
+        result.outcome === 'no-such-name' ||
+        result.outcome === 'no-record';
+      return {
+        host,
+        values,
+        matches: code === null || !answered ? null : values.some((value) => value.trim() === code),
+        error: describe(result, host, ctx.config.dns.timeoutMs),
+      };
+    },
+  }),
+}));
