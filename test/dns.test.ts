@@ -145,7 +145,7 @@ describe('domainDnsCheck', () => {
       expect(elapsed).toBeGreaterThanOrEqual(290);
       expect(elapsed).toBeLessThan(800);
       expect(silent.received()).toBeGreaterThanOrEqual(1);
-      // The wait happened on the event loop, not on it: timers kept firing meanwhile.
+      // The wait did not block the event loop: timers kept firing meanwhile.
       expect(ticks).toBeGreaterThan(10);
     } finally {
       await silent.close();
