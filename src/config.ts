@@ -19,14 +19,12 @@ const bool = z
   .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no']))
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
-const list = z
-  .string()
-  .transform((value) =>
-    value
-      .split(',')
-      .map((item) => item.trim())
-      .filter((item) => item !== ''),
-  );
+const list = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== ''),
+);
 
 // c-ares takes IP addresses only (a host name would need a resolver to resolve the resolver):
 // 1.2.3.4, 1.2.3.4:5353, ::1, [::1]:5353. It silently wraps a port above 65535, so check it here.
@@ -39,6 +37,15 @@ function isDnsServer(entry: string): boolean {
 const dnsServer = z
   .string()
   .refine(isDnsServer, 'must be IP[:port] entries (host names are not accepted)');
+
+// An origin exactly as browsers send it: scheme, host and port only, no path or trailing slash.
+const origin = z.string().refine((value) => {
+  try {
+    return /^https?:$/.test(new URL(value).protocol) && new URL(value).origin === value;
+  } catch {
+    return false;
+  }
+});
 
 const upstreamUrl = z
   .string()
@@ -60,6 +67,8 @@ const schema = z.object({
   UPSTREAM_CONNECTIONS: int(1, 1024).default(32),
   UPSTREAM_MAX_RESPONSE_BYTES: int(1024).default(8 * 1024 * 1024),
   UPSTREAM_RETRIES: int(0, 10).default(2),
+  BREAKER_THRESHOLD: int(0, 1000).default(5),
+  BREAKER_COOLDOWN_MS: int(1, 600_000).default(5_000),
   DNS_SERVERS: list.pipe(z.array(dnsServer, 'must be host[:port] entries')).optional(),
   DNS_TIMEOUT_MS: int(1, 60_000).default(3_000),
   DNS_TRIES: int(1, 10).default(2),
@@ -69,12 +78,37 @@ const schema = z.object({
   ALLOW_ANONYMOUS_SERVICE_KEY: bool.default(false),
   SANDBOX_REPOSITORIES: int(0, 1_000_000).default(50),
   SANDBOX_PORT: int(0, 65535).default(0),
+  SANDBOX_FAULTS: bool.default(false),
+  // Issue 4: abuse limits, rate limits, browsers, operability.
+  NODE_ENV: z.string().trim().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  MAX_DEPTH: int(1, 1000).default(10),
+  MAX_TOKENS: int(1, 1_000_000).default(2000),
+  MAX_ALIASES: int(0, 10_000).default(15),
+  MAX_DIRECTIVES: int(0, 10_000).default(50),
+  MAX_COST: int(1, 100_000_000).default(20_000),
+  MAX_BODY_BYTES: int(1, 100 * 1024 * 1024).default(1024 * 1024),
+  BATCHING_LIMIT: int(0, 100).default(0),
+  INTROSPECTION: bool.default(true),
+  RATE_LIMIT_POINTS: int(0, 1_000_000_000).default(600),
+  RATE_LIMIT_WINDOW_S: int(1, 86_400).default(60),
+  REDIS_URL: z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }))
+    .optional(),
+  TRUST_PROXY: bool.default(false),
+  CORS_ORIGINS: list
+    .pipe(z.array(origin, 'must be comma-separated origins like https://app.example.com'))
+    .optional(),
+  SHUTDOWN_GRACE_MS: int(0, 600_000).default(25_000),
+  READINESS_CHECK_UPSTREAM: bool.default(false),
 });
 
 type Env = z.output<typeof schema>;
 
 // Never echoed back, not even in a start-up error.
-const SECRETS = new Set(['UPSTREAM_API_KEY', 'CLIENT_TOKENS']);
+const SECRETS = new Set(['UPSTREAM_API_KEY', 'CLIENT_TOKENS', 'REDIS_URL']);
 
 export interface Config {
   port: number;
@@ -88,6 +122,8 @@ export interface Config {
     connections: number;
     maxResponseBytes: number;
     retries: number;
+    breakerThreshold: number;
+    breakerCooldownMs: number;
   };
   dns: { servers: string[] | undefined; timeoutMs: number; tries: number };
   maxPageSize: number;
@@ -95,7 +131,28 @@ export interface Config {
   maxCoalescedRange: number;
   clientTokens: string[] | undefined;
   allowAnonymousServiceKey: boolean;
-  sandbox: { repositories: number; port: number };
+  sandbox: { repositories: number; port: number; faults: boolean };
+  /** NODE_ENV=production: field suggestions are hidden. */
+  production: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** What one GraphQL request may ask for; all checked before any execution. */
+  limits: {
+    maxDepth: number;
+    maxTokens: number;
+    maxAliases: number;
+    maxDirectives: number;
+    maxCost: number;
+    maxBodyBytes: number;
+    /** Operations per batched HTTP request; 0 refuses batches. */
+    batchingLimit: number;
+    introspection: boolean;
+  };
+  /** Requests per client per window; points 0 disables. Counters in Redis when redisUrl is set. */
+  rateLimit: { points: number; windowS: number; redisUrl: string | undefined; trustProxy: boolean };
+  /** Origins allowed to call from a browser; unset: same origin only. */
+  corsOrigins: string[] | undefined;
+  shutdownGraceMs: number;
+  readinessCheckUpstream: boolean;
 }
 
 function toConfig(env: Env): Config {
@@ -110,13 +167,40 @@ function toConfig(env: Env): Config {
       connections: env.UPSTREAM_CONNECTIONS,
       maxResponseBytes: env.UPSTREAM_MAX_RESPONSE_BYTES,
       retries: env.UPSTREAM_RETRIES,
+      breakerThreshold: env.BREAKER_THRESHOLD,
+      breakerCooldownMs: env.BREAKER_COOLDOWN_MS,
     },
     dns: { servers: env.DNS_SERVERS, timeoutMs: env.DNS_TIMEOUT_MS, tries: env.DNS_TRIES },
     maxPageSize: env.MAX_PAGE_SIZE,
     maxCoalescedRange: env.MAX_COALESCED_RANGE,
     clientTokens: env.CLIENT_TOKENS,
     allowAnonymousServiceKey: env.ALLOW_ANONYMOUS_SERVICE_KEY,
-    sandbox: { repositories: env.SANDBOX_REPOSITORIES, port: env.SANDBOX_PORT },
+    sandbox: {
+      repositories: env.SANDBOX_REPOSITORIES,
+      port: env.SANDBOX_PORT,
+      faults: env.SANDBOX_FAULTS,
+    },
+    production: env.NODE_ENV === 'production',
+    logLevel: env.LOG_LEVEL,
+    limits: {
+      maxDepth: env.MAX_DEPTH,
+      maxTokens: env.MAX_TOKENS,
+      maxAliases: env.MAX_ALIASES,
+      maxDirectives: env.MAX_DIRECTIVES,
+      maxCost: env.MAX_COST,
+      maxBodyBytes: env.MAX_BODY_BYTES,
+      batchingLimit: env.BATCHING_LIMIT,
+      introspection: env.INTROSPECTION,
+    },
+    rateLimit: {
+      points: env.RATE_LIMIT_POINTS,
+      windowS: env.RATE_LIMIT_WINDOW_S,
+      redisUrl: env.REDIS_URL,
+      trustProxy: env.TRUST_PROXY,
+    },
+    corsOrigins: env.CORS_ORIGINS,
+    shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
+    readinessCheckUpstream: env.READINESS_CHECK_UPSTREAM,
   };
 }
 

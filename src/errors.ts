@@ -50,6 +50,8 @@ export class BadUserInputError extends FacadeError {
 /** An error caused by the upstream (its answer, its absence or its shape). */
 export class UpstreamError extends FacadeError {
   readonly upstream: UpstreamDetails;
+  /** The GraphQL client went away: nobody reads this, and it says nothing of the upstream. */
+  cancelled = false;
 
   constructor(
     code: ErrorCode,

@@ -8,7 +8,7 @@ describe('upstream errors', () => {
   let h: Harness;
   beforeAll(async () => {
     // No retries here: each status is seen once, so the mapping itself is what is tested.
-    h = await createHarness({ config: { upstream: { retries: 0 } } });
+    h = await createHarness({ config: { upstream: { retries: 0, breakerThreshold: 0 } } });
   });
   afterAll(() => h.close());
   beforeEach(() => {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
+import { type Breaker, CircuitOpenError, createBreaker } from './breaker.js';
 import {
   type WireDevServerRequest,
   wireDevServer,
@@ -18,6 +19,10 @@ export interface UpstreamClientOptions {
   connections: number;
   maxResponseBytes: number;
   retries: number;
+  /** Consecutive upstream faults that open the circuit (0: no breaker). */
+  breakerThreshold: number;
+  /** How long an open circuit fails fast before one trial call. */
+  breakerCooldownMs: number;
   /** The facade's own key (service-key mode): replaces the caller's Authorization. */
   apiKey?: string | undefined;
   /** Tests replace the pool with a MockAgent for faults a real server cannot produce. */
@@ -71,12 +76,14 @@ export class UpstreamClient {
   readonly #dispatcher: Dispatcher;
   readonly #origin: string;
   readonly #prefix: string;
+  readonly #breaker: Breaker;
 
   constructor(options: UpstreamClientOptions) {
     this.#options = options;
     const url = new URL(options.baseUrl);
     this.#origin = url.origin;
     this.#prefix = url.pathname.replace(/\/+$/, '');
+    this.#breaker = createBreaker(options.breakerThreshold, options.breakerCooldownMs);
     this.#dispatcher =
       options.dispatcher ??
       new Agent({
@@ -160,14 +167,14 @@ export class UpstreamClient {
     const attempts = request.method === 'GET' ? this.#options.retries + 1 : 1;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#attempt(request, call, signal, timeoutMs);
+        return await this.#breaker.run(() => this.#attempt(request, call, signal, timeoutMs));
       } catch (error) {
-        const failure = toUpstreamError(error, timeout, timeoutMs);
+        const failure = toUpstreamError(error, signal, timeoutMs);
         const delay = retryDelay(failure, attempt);
         if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline)
           throw failure;
         await sleep(delay, undefined, { signal }).catch(() => {
-          throw toUpstreamError(signal.reason, timeout, timeoutMs);
+          throw toUpstreamError(signal.reason, signal, timeoutMs);
         });
       }
     }
@@ -306,10 +313,13 @@ function parseBody<T>(text: string, schema: z.ZodType<T>, status: number): T {
   });
 }
 
-function toUpstreamError(error: unknown, timeout: AbortSignal, timeoutMs: number): UpstreamError {
+/** `signal` is the call's combined signal: its reason tells a deadline from a client that left. */
+function toUpstreamError(error: unknown, signal: AbortSignal, timeoutMs: number): UpstreamError {
   if (error instanceof UpstreamError) return error;
   const code = (error as { code?: string } | undefined)?.code ?? '';
-  if (timeout.aborted || TRANSPORT_CODES[code] === 'UPSTREAM_TIMEOUT') {
+  const deadlinePassed =
+    signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError';
+  if (deadlinePassed || TRANSPORT_CODES[code] === 'UPSTREAM_TIMEOUT') {
     return new UpstreamError('UPSTREAM_TIMEOUT', {
       message: `The upstream did not answer within ${timeoutMs} ms`,
     });
@@ -319,7 +329,11 @@ function toUpstreamError(error: unknown, timeout: AbortSignal, timeoutMs: number
       message: "The upstream's answer was cut off",
     });
   }
-  if ((error as Error | undefined)?.name === 'AbortError' || code === 'UND_ERR_ABORTED') {
+  if (
+    signal.aborted ||
+    (error as Error | undefined)?.name === 'AbortError' ||
+    code === 'UND_ERR_ABORTED'
+  ) {
     // The GraphQL client went away; nobody reads this, but it must still be an expected error.
     return new UpstreamError('UPSTREAM_UNAVAILABLE', {
       message: 'The request was cancelled by the client',
@@ -332,6 +346,7 @@ function toUpstreamError(error: unknown, timeout: AbortSignal, timeoutMs: number
 
 /** Backoff before the next attempt, or undefined when this failure is not worth retrying. */
 function retryDelay(error: UpstreamError, attempt: number): number | undefined {
+  if (error.cancelled || error instanceof CircuitOpenError) return undefined;
   const status = error.upstream.status;
   const retryable =
     status === undefined ? error.code === 'UPSTREAM_UNAVAILABLE' : RETRYABLE_STATUS.has(status);
