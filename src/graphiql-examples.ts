@@ -53,6 +53,20 @@ mutation CreateDomainVerification($domain: String!) {
   ),
   tab(
     `
+# Step 2: after publishing dnsRecord, see what DNS answers now (the facade looks it up itself).
+# matches: true means verifyDomain should succeed; error says in plain words why nothing was found.
+query DomainDnsCheck($domain: String!, $verificationCode: String) {
+  domainDnsCheck(domain: $domain, verificationCode: $verificationCode) {
+    host
+    values
+    matches
+    error
+  }
+}`,
+    { domain: 'example.com', verificationCode: 'paste the verificationCode from step 1' },
+  ),
+  tab(
+    `
 # Step 3: ask the upstream to check the record. "Not yet" is verified: false with a message.
 mutation VerifyDomain($domain: String!) {
   verifyDomain(input: { domain: $domain }) { domain verified message }

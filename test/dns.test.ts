@@ -1,6 +1,9 @@
+import { parse, validate } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
+import { graphiqlTabs } from '../src/graphiql-examples.js';
+import { schema } from '../src/schema/index.js';
 import { startDnsServer, startSilentDnsServer, type TestDnsServer } from './dns-server.js';
 import { createHarness, type Harness, postGraphQL } from './helpers.js';
 
@@ -214,6 +217,23 @@ describe('domainDnsCheck', () => {
     expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
     expect(response.errors?.[0]?.message).toMatch(/verificationCode: must not be empty/);
     expect(dns.queries()).toEqual([]);
+  });
+});
+
+describe('GraphiQL example', () => {
+  it('does include a valid, runnable domainDnsCheck tab', async () => {
+    const tab = graphiqlTabs.find((candidate) => candidate.query.includes('domainDnsCheck('));
+    expect(tab).toBeDefined();
+    const { query, variables } = tab as { query: string; variables: string };
+    expect(validate(schema, parse(query))).toEqual([]);
+    dns.setTxt(HOST, ['svc-verify-abc123']);
+    const response = await h.gql<{ domainDnsCheck: Check }>(query, JSON.parse(variables));
+    expect(response.errors).toBeUndefined();
+    expect(response.data?.domainDnsCheck).toMatchObject({
+      host: HOST,
+      matches: false,
+      error: null,
+    });
   });
 });
 
