@@ -1,4 +1,6 @@
 import SchemaBuilder from '@pothos/core';
+import DirectivePlugin from '@pothos/plugin-directives';
+import FederationPlugin from '@pothos/plugin-federation';
 import ValidationPlugin from '@pothos/plugin-validation';
 import type { Context } from '../context.js';
 import { BadUserInputError, formatPath } from '../errors.js';
@@ -8,7 +10,9 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   DefaultInputFieldRequiredness: false;
 }>({
-  plugins: [ValidationPlugin],
+  // Federation only annotates types (the `@key`s); the directives plugin turns annotations into
+  // AST nodes, which is how they reach the subgraph SDL that `_service { sdl }` answers.
+  plugins: [DirectivePlugin, ValidationPlugin, FederationPlugin],
   defaultFieldNullability: false,
   validation: {
     // Every rule failure becomes one BAD_USER_INPUT naming each path the way a client writes it.

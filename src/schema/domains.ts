@@ -57,6 +57,15 @@ const DomainVerificationRef = builder.objectRef<WireDomainVerification>('DomainV
   }),
 });
 
+// A federation entity, so other subgraphs can reference a verification by its id. The upstream has
+// no fetch-by-id, so the key is not resolvable: the router never asks this subgraph for one.
+builder.asEntity(DomainVerificationRef, {
+  key: builder.keyDirective(builder.selection<{ id: string }>('id'), false),
+  resolveReference: () => {
+    throw new Error('DomainVerification cannot be fetched by key: the upstream has no such read');
+  },
+});
+
 interface VerificationResult {
   domain: string;
   verified: boolean;

@@ -6,4 +6,11 @@ import './domains.js';
 import './dns-check.js';
 import './dev-servers.js';
 
-export const schema = builder.toSchema();
+/**
+ * What the facade serves: the contract plus Apollo Federation 2's `_service { sdl }`, so a gateway
+ * can compose it as a subgraph. `_service.sdl` carries the `@key`s; introspection does not.
+ */
+export const schema = builder.toSubGraphSchema({
+  linkUrl: 'https://specs.apollo.dev/federation/v2.6',
+  federationDirectives: ['@key'],
+});
