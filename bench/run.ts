@@ -1,0 +1,238 @@
+// `npm run bench`: the facade against direct REST, each a separate process, measured alternately.
+// The facade is pinned to core 0; the sandbox and this load generator share core 1 (`taskset`),
+// so the ratio compares one core of facade with one core of upstream.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+const PAGE_FIELDS =
+  'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
+const gqlBody = (query: string) => JSON.stringify({ query });
+const scenarios = {
+  page: gqlBody(`{ repositories(limit: 20) { ${PAGE_FIELDS} } }`),
+  fiveAliases: gqlBody(
+    `{ ${[1, 2, 3, 4, 5].map((i) => `a${i}: repositories(limit: 20) { ${PAGE_FIELDS} }`).join(' ')} }`,
+  ),
+  threeAdjacentPages: gqlBody(
+    `{ ${[0, 1, 2].map((i) => `p${i}: repositories(limit: 20, offset: ${i * 20}) { ${PAGE_FIELDS} }`).join(' ')} }`,
+  ),
+};
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === 'object' && address ? address.port : 0;
+}
+
+function start(
+  core: number,
+  script: string,
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<ChildProcess> {
+  const child = spawn(
+    'taskset',
+    ['-c', String(core), process.execPath, '--import', 'tsx', script],
+    {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start in 30 s`)), 30_000);
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk;
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk;
+    });
+    child.on('exit', (code) => reject(new Error(`${script} exited (${code}): ${output}`)));
+  });
+}
+
+interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  requests: number;
+}
+
+async function load(url: string, body?: string): Promise<Measured> {
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    method: body ? 'POST' : 'GET',
+    headers: body ? { 'content-type': 'application/json' } : {},
+    ...(body ? { body } : {}),
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    requests: result.requests.total,
+  };
+}
+
+const average = (runs: Measured[], key: keyof Measured) =>
+  runs.reduce((sum, run) => sum + run[key], 0) / runs.length;
+const summary = (runs: Measured[]) => ({
+  rps: Math.round(average(runs, 'rps')),
+  p50: average(runs, 'p50'),
+  p99: average(runs, 'p99'),
+  errors: average(runs, 'errors') + average(runs, 'non2xx'),
+});
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string, body: string) {
+  await fetch(`${sandboxUrl}/__sandbox/requests`, { method: 'DELETE' });
+  const operations = 20;
+  for (let i = 0; i < operations; i++) {
+    const response = await fetch(graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    const json = (await response.json()) as { errors?: unknown };
+    if (json.errors) throw new Error(`benchmark operation failed: ${JSON.stringify(json.errors)}`);
+  }
+  const counts = (await (await fetch(`${sandboxUrl}/__sandbox/counts`)).json()) as {
+    counts: Record<string, number>;
+  };
+  return (counts.counts['GET /git/v1/repo'] ?? 0) / operations;
+}
+
+async function main() {
+  const [sandboxPort, facadePort] = [await freePort(), await freePort()];
+  const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+  const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
+  const children: ChildProcess[] = [];
+  try {
+    children.push(
+      await start(
+        1,
+        'src/sandbox/main.ts',
+        {
+          SANDBOX_PORT: String(sandboxPort),
+          SANDBOX_REPOSITORIES: '1000',
+          SANDBOX_LOG_LIMIT: '1000',
+        },
+        /listening/,
+      ),
+    );
+    const facade = await start(
+      0,
+      'src/main.ts',
+      {
+        PORT: String(facadePort),
+        HOST: '127.0.0.1',
+        UPSTREAM_URL: sandboxUrl,
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_POINTS: '0',
+        NODE_ENV: 'production',
+      },
+      /listening/,
+    );
+    children.push(facade);
+
+    const calls = {
+      page: await upstreamCallsPerOperation(sandboxUrl, graphqlUrl, scenarios.page),
+      fiveAliases: await upstreamCallsPerOperation(sandboxUrl, graphqlUrl, scenarios.fiveAliases),
+      threeAdjacentPages: await upstreamCallsPerOperation(
+        sandboxUrl,
+        graphqlUrl,
+        scenarios.threeAdjacentPages,
+      ),
+    };
+
+    // Warm both paths (JIT, pools, caches) before anything is counted.
+    await autocannon({
+      url: `${sandboxUrl}/git/v1/repo?limit=20`,
+      connections: CONNECTIONS,
+      duration: 1,
+    });
+    await autocannon({
+      url: graphqlUrl,
+      connections: CONNECTIONS,
+      duration: 2,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: scenarios.page,
+    });
+
+    const runs: Record<string, Measured[]> = {
+      direct: [],
+      page: [],
+      fiveAliases: [],
+      threeAdjacentPages: [],
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      runs.direct?.push(await load(`${sandboxUrl}/git/v1/repo?limit=20`));
+      runs.page?.push(await load(graphqlUrl, scenarios.page));
+    }
+    runs.fiveAliases?.push(await load(graphqlUrl, scenarios.fiveAliases));
+    runs.threeAdjacentPages?.push(await load(graphqlUrl, scenarios.threeAdjacentPages));
+
+    const direct = summary(runs.direct ?? []);
+    const rows = Object.entries(runs).map(([name, measured]) => {
+      const s = summary(measured);
+      return {
+        scenario: name,
+        rps: s.rps,
+        ratioToDirect: Number((s.rps / direct.rps).toFixed(3)),
+        p50Ms: s.p50,
+        p99Ms: s.p99,
+        errors: s.errors,
+        upstreamCallsPerOp: name === 'direct' ? 1 : calls[name as keyof typeof calls],
+      };
+    });
+    const results = {
+      date: new Date().toISOString(),
+      node: process.version,
+      connections: CONNECTIONS,
+      durationS: DURATION_S,
+      rounds: ROUNDS,
+      facadePeakRssMb: peakRssMb(facade.pid as number),
+      rows,
+    };
+    console.table(rows);
+    console.log(`facade peak RSS: ${results.facadePeakRssMb} MB`);
+    writeFileSync(
+      new URL('./results.json', import.meta.url),
+      `${JSON.stringify(results, null, 2)}\n`,
+    );
+    if (direct.rps < 20_000)
+      console.warn(
+        `warning: direct baseline ${direct.rps} req/s is under 20,000: the ratio means little`,
+      );
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+  }
+}
+
+await main();
