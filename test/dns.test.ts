@@ -155,6 +155,19 @@ describe('domainDnsCheck', () => {
     }
   });
 
+  it('does say the resolver failed when nothing listens at its address', async () => {
+    const silent = await startSilentDnsServer();
+    const { address } = silent;
+    await silent.close();
+    const run = appWith({ servers: [address], timeoutMs: 1000, tries: 2 });
+    const response = await run({ domain: 'example.com', code: 'c' });
+    expect(response.data?.domainDnsCheck).toMatchObject({
+      values: [],
+      matches: null,
+      error: 'The resolver failed (connection refused).',
+    });
+  });
+
   it('does make one DNS query per host and request, however often it is asked', async () => {
     dns.setTxt(HOST, ['svc-verify-abc123']);
     dns.setTxt('_service_custom_hostname.example.org', ['x']);
