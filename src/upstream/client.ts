@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
+import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
 import { type Breaker, CircuitOpenError, createBreaker } from './breaker.js';
 import {
@@ -11,20 +12,12 @@ import {
   wireRepositoryList,
 } from './wire.js';
 
-export interface UpstreamClientOptions {
+type UpstreamSettings = Config['upstream'];
+
+/** The upstream settings of config.ts (timeouts, pool, retries, breaker, key) and the wiring. */
+export interface UpstreamClientOptions extends UpstreamSettings {
   /** Base URL without a trailing slash; a path prefix is kept. */
   baseUrl: string;
-  timeoutMs: number;
-  devServerTimeoutMs: number;
-  connections: number;
-  maxResponseBytes: number;
-  retries: number;
-  /** Consecutive upstream faults that open the circuit (0: no breaker). */
-  breakerThreshold: number;
-  /** How long an open circuit fails fast before one trial call. */
-  breakerCooldownMs: number;
-  /** The facade's own key (service-key mode): replaces the caller's Authorization. */
-  apiKey?: string | undefined;
   /** Tests replace the pool with a MockAgent for faults a real server cannot produce. */
   dispatcher?: Dispatcher;
   /** Told of every upstream attempt, for metrics and request logs. */
