@@ -1,10 +1,18 @@
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
-import { createYoga } from 'graphql-yoga';
+import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
-import { maskError } from './errors.js';
+import { type ErrorCode, maskError } from './errors.js';
 import { graphiqlTabs } from './graphiql-examples.js';
+import { createHealth, type Health, useReadiness } from './health.js';
+import { type Logger, silentLogger, yogaLogger } from './logger.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { type RateLimiter, useRateLimit } from './rate-limit.js';
+import { useRequestLog } from './request-log.js';
 import { schema } from './schema/index.js';
+import { corsOptions, useCsrfPrevention } from './security/browser.js';
+import { createTokenMatcher, useClientTokens } from './security/client-auth.js';
+import { useLimits } from './security/limits.js';
 import type { UpstreamClient } from './upstream/client.js';
 
 export interface AppDeps {
@@ -12,14 +20,88 @@ export interface AppDeps {
   client: UpstreamClient;
   /** Where unexpected errors are reported; their details never reach the client. */
   logError?: (error: unknown) => void;
+  /** Request lines and Yoga's own messages; default: silent (tests, tools). */
+  logger?: Logger;
+  /** Default: a fresh registry for this app. main.ts passes the one its client reports to. */
+  metrics?: Metrics;
+  /** Default: always ready. main.ts passes the one it drains on SIGTERM. */
+  health?: Health;
+  /** Default: none. main.ts builds one from config.rateLimit (memory or Redis). */
+  rateLimiter?: RateLimiter | undefined;
 }
 
-export function createApp({ config, client, logError = console.error }: AppDeps) {
+const GRAPHQL_ENDPOINT = '/graphql';
+
+// Yoga's own request errors carry codes of their own (REQUEST_ENTITY_TOO_LARGE, BAD_REQUEST);
+// the contract promises one of its codes on every error, and these are all about the request.
+const CONTRACT_CODES = new Set<string>([
+  'BAD_USER_INPUT',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'RATE_LIMITED',
+  'UPSTREAM_ERROR',
+  'UPSTREAM_TIMEOUT',
+  'UPSTREAM_UNAVAILABLE',
+  'UPSTREAM_BAD_RESPONSE',
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'INTERNAL_SERVER_ERROR',
+] satisfies ErrorCode[]);
+
+function withContractCode(error: Error): Error {
+  const extensions = (error as { extensions?: Record<string, unknown> }).extensions;
+  if (extensions && !CONTRACT_CODES.has(String(extensions.code)))
+    extensions.code = 'BAD_USER_INPUT';
+  return error;
+}
+
+export function createApp({
+  config,
+  client,
+  logger,
+  logError = logger ? () => {} : console.error,
+  metrics = createMetrics(),
+  health = createHealth(),
+  rateLimiter,
+}: AppDeps) {
+  const log = logger ?? silentLogger();
+  const serviceKeyClients =
+    config.upstream.apiKey && config.clientTokens?.length
+      ? createTokenMatcher(config.clientTokens)
+      : undefined;
+
+  // Order matters where hooks share a phase: the log sees every request first; the cheap
+  // refusals (CSRF, rate limit, client token) run at request parsing, before the body is read;
+  // the document limits run at parse and validation, before any resolver.
+  const plugins: Plugin[] = [
+    useRequestLog(log, metrics, GRAPHQL_ENDPOINT),
+    metrics.plugin(),
+    useReadiness(health),
+    useCsrfPrevention(),
+  ];
+  if (rateLimiter) {
+    plugins.push(
+      useRateLimit(rateLimiter, {
+        trustProxy: config.rateLimit.trustProxy,
+        isAccepted: serviceKeyClients,
+      }),
+    );
+  }
+  if (serviceKeyClients) plugins.push(useClientTokens(serviceKeyClients));
+  plugins.push(...useLimits(config));
+
   return createYoga<Record<string, never>, RequestContext>({
     schema,
     context: createContextFactory({ config, client }),
-    graphqlEndpoint: '/graphql',
+    graphqlEndpoint: GRAPHQL_ENDPOINT,
+    healthCheckEndpoint: '/health',
     landingPage: false,
+    logging: yogaLogger(log),
+    cors: corsOptions(config.corsOrigins),
+    batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
+    maxRequestBodySize: config.limits.maxBodyBytes,
+    plugins,
     // Served from the package itself: these machines (and many intranets) cannot reach a CDN.
     renderGraphiQL,
     graphiql: {
@@ -28,7 +110,7 @@ export function createApp({ config, client, logError = console.error }: AppDeps)
       shouldPersistHeaders: false,
     },
     maskedErrors: {
-      maskError: (error) => maskError(error, logError),
+      maskError: (error) => withContractCode(maskError(error, logError)),
     },
   });
 }

@@ -86,7 +86,7 @@ const schema = z.object({
   MAX_TOKENS: int(1, 1_000_000).default(2000),
   MAX_ALIASES: int(0, 10_000).default(15),
   MAX_DIRECTIVES: int(0, 10_000).default(50),
-  MAX_COST: int(1, 100_000_000).default(20_000),
+  MAX_COST: int(1, 100_000_000).default(25_000),
   MAX_BODY_BYTES: int(1, 100 * 1024 * 1024).default(1024 * 1024),
   BATCHING_LIMIT: int(0, 100).default(0),
   INTROSPECTION: bool.default(true),

@@ -1,18 +1,49 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import { createHealth } from './health.js';
+import { createLogger, type Logger } from './logger.js';
+import { createMetrics } from './metrics.js';
+import { createRateLimiter } from './rate-limit.js';
 import { startSandbox } from './sandbox/server.js';
 import { UpstreamClient } from './upstream/client.js';
 
-async function main() {
-  let config: ReturnType<typeof loadConfig>;
+function readConfig(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
+    // One line naming the variable, before any logger exists: the log level is configuration too.
     process.stderr.write(`Invalid configuration: ${error.message}\n`);
     process.exit(1);
   }
+}
+
+/** Where the URL shows a password (REDIS_URL may), only its scheme, host and port are logged. */
+function safeOrigin(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.protocol}//${parsed.host}`;
+}
+
+function warnAboutCredentials(config: Config, logger: Logger): void {
+  if (config.upstream.apiKey && !config.clientTokens?.length) {
+    logger.warn(
+      "SERVICE-KEY MODE WITHOUT A CLIENT CHECK (ALLOW_ANONYMOUS_SERVICE_KEY=true): anyone who can reach this port acts with the facade's upstream key",
+    );
+  }
+}
+
+async function main() {
+  const config = readConfig();
+  const logger = createLogger(config.logLevel);
+  process.on('uncaughtException', (error) => {
+    logger.fatal({ err: error }, 'uncaught exception');
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (error) => {
+    logger.fatal({ err: error }, 'unhandled rejection');
+    process.exit(1);
+  });
 
   // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup.
   const sandbox = config.upstreamUrl
@@ -22,37 +53,96 @@ async function main() {
         repositories: config.sandbox.repositories,
         dnsServers: config.dns.servers,
         dnsTimeoutMs: config.dns.timeoutMs,
+        faults: config.sandbox.faults,
       });
   const upstreamUrl = config.upstreamUrl ?? (sandbox?.url as string);
-  const client = new UpstreamClient({ baseUrl: upstreamUrl, ...config.upstream });
-  const yoga = createApp({ config, client });
-  const server = createServer(yoga);
+  const metrics = createMetrics({ processMetrics: true });
+  const client = new UpstreamClient({
+    baseUrl: upstreamUrl,
+    ...config.upstream,
+    onCall: (call) => metrics.observeUpstreamCall(call),
+  });
+  const health = createHealth({
+    probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
+  });
+  const rateLimiter = createRateLimiter(config.rateLimit, logger);
+  const redisReady = rateLimiter?.store === 'redis' ? rateLimiter.ready(5_000) : undefined;
+  const yoga = createApp({ config, client, logger, metrics, health, rateLimiter });
 
-  server.listen(config.port, config.host, () => {
+  // Responses written while draining close their connection, so keep-alive clients reconnect
+  // elsewhere and the server can finish closing instead of waiting on idle sockets.
+  const inFlight = new Set<ServerResponse>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    inFlight.add(res);
+    if (health.draining) res.setHeader('connection', 'close');
+    res.once('close', () => {
+      inFlight.delete(res);
+      if (health.draining) server.closeIdleConnections();
+    });
+    void yoga(req, res);
+  });
+  server.once('error', (error) => {
+    logger.fatal({ err: error }, `cannot listen on ${config.host ?? '*'}:${config.port}`);
+    process.exit(1);
+  });
+
+  server.listen(config.port, config.host, async () => {
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    console.log(`GraphQL facade listening on http://${config.host ?? 'localhost'}:${port}/graphql (GraphiQL in a browser)`);
-    console.log(
-      sandbox
-        ? `Upstream: the built-in sandbox at ${sandbox.url} (set UPSTREAM_URL to front a real upstream)`
-        : `Upstream: ${new URL(upstreamUrl).origin}`,
-    );
+    const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
+    logger.info({ url, port }, `GraphQL facade listening on ${url} (GraphiQL in a browser)`);
+    if (sandbox) {
+      logger.info(
+        { upstream: 'sandbox', sandboxUrl: sandbox.url, faults: config.sandbox.faults },
+        `Upstream: the built-in sandbox at ${sandbox.url} (set UPSTREAM_URL to front a real upstream)`,
+      );
+    } else {
+      logger.info(
+        { upstream: new URL(upstreamUrl).origin },
+        `Upstream: ${new URL(upstreamUrl).origin}`,
+      );
+    }
+    warnAboutCredentials(config, logger);
+    if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
+    else if (config.rateLimit.redisUrl) {
+      const where = safeOrigin(config.rateLimit.redisUrl);
+      if (await redisReady)
+        logger.info({ store: 'redis', redis: where }, `Rate limits shared in Redis at ${where}`);
+      else
+        logger.error(
+          { store: 'redis', redis: where },
+          `Redis at ${where} not reachable yet; each replica counts alone until it is`,
+        );
+    }
   });
 
   let stopping = false;
-  const stop = async () => {
+  const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    // Stop accepting; idle keep-alive sockets go now, in-flight requests may finish.
-    server.close();
+    health.startDraining();
+    logger.info({ signal, inFlight: inFlight.size, graceMs: config.shutdownGraceMs }, 'draining');
+    for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    await new Promise<void>((resolve) => server.on('close', resolve));
-    await client.close();
-    await sandbox?.close();
-    process.exit(0);
+    const grace = new Promise<'timeout'>((resolve) =>
+      setTimeout(() => resolve('timeout'), config.shutdownGraceMs),
+    );
+    void Promise.race([closed, grace]).then(async (outcome) => {
+      if (outcome === 'timeout') {
+        logger.warn(
+          { inFlight: inFlight.size },
+          'grace period over; closing remaining connections',
+        );
+        server.closeAllConnections();
+      }
+      await Promise.allSettled([client.close(), sandbox?.close(), rateLimiter?.close()]);
+      logger.info('stopped');
+      process.exit(0);
+    });
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 await main();

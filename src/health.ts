@@ -1,0 +1,63 @@
+import { connect } from 'node:net';
+import { type Plugin, useReadinessCheck } from 'graphql-yoga';
+
+export interface Health {
+  /** Set on SIGTERM: /readiness answers 503 so load balancers stop sending new requests. */
+  startDraining(): void;
+  readonly draining: boolean;
+  /** Ready to serve: not draining and, when configured, the upstream accepts connections. */
+  ready(): Promise<boolean>;
+}
+
+export interface HealthOptions {
+  /** When set, readiness also needs a TCP connection to this URL's host and port to succeed. */
+  probeUrl?: string | undefined;
+  probeTimeoutMs?: number;
+}
+
+// A probe per readiness request would let anyone who can reach /readiness hammer the upstream.
+const PROBE_CACHE_MS = 2_000;
+
+export function createHealth(options: HealthOptions = {}): Health {
+  let draining = false;
+  let probed: { at: number; result: Promise<boolean> } | undefined;
+  const probe = (url: string): Promise<boolean> => {
+    const now = Date.now();
+    if (!probed || now - probed.at > PROBE_CACHE_MS) {
+      probed = { at: now, result: canConnect(new URL(url), options.probeTimeoutMs ?? 1_000) };
+    }
+    return probed.result;
+  };
+  return {
+    startDraining() {
+      draining = true;
+    },
+    get draining() {
+      return draining;
+    },
+    async ready() {
+      if (draining) return false;
+      return options.probeUrl ? probe(options.probeUrl) : true;
+    },
+  };
+}
+
+function canConnect(url: URL, timeoutMs: number): Promise<boolean> {
+  const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: timeoutMs });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('timeout', () => done(false));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** `/health` is Yoga's own (alive: 200); this adds `/readiness`. */
+export function useReadiness(health: Health): Plugin {
+  return useReadinessCheck({ endpoint: '/readiness', check: () => health.ready() });
+}

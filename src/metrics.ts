@@ -1,0 +1,145 @@
+import {
+  createCounter,
+  createHistogram,
+  type FillLabelsFnParams,
+  usePrometheus,
+} from '@graphql-yoga/plugin-prometheus';
+import type { Plugin } from 'graphql-yoga';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { CompletedCall } from './upstream/client.js';
+
+export interface Metrics {
+  /** This app's own registry: tests build many apps in one process, each with its own counters. */
+  registry: Registry;
+  /** Wired to the UpstreamClient's `onCall`: one observation per attempt. */
+  observeUpstreamCall(call: CompletedCall): void;
+  /** Every `extensions.code` of every answer, rejected-before-execution ones included. */
+  countErrors(codes: readonly string[]): void;
+  /** Yoga's Prometheus plugin on this registry, serving `/metrics`. */
+  plugin(): Plugin;
+}
+
+export interface MetricsOptions {
+  /** Node's process metrics (memory, event loop, GC); on in the real process only. */
+  processMetrics?: boolean;
+}
+
+// Operation names come from the caller: unbounded label values would let any client grow the
+// registry (and every scrape) without limit. The first names seen keep their own series.
+const OPERATION_NAMES = 100;
+const OTHER = 'other';
+
+function boundedNames(limit: number): (name: string | undefined) => string {
+  const seen = new Set<string>();
+  return (name) => {
+    const value = (name ?? 'Anonymous').slice(0, 64);
+    if (seen.has(value)) return value;
+    if (seen.size >= limit) return OTHER;
+    seen.add(value);
+    return value;
+  };
+}
+
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  if (options.processMetrics) collectDefaultMetrics({ register: registry });
+  const operationName = boundedNames(OPERATION_NAMES);
+
+  const errors = new Counter({
+    name: 'graphql_errors_total',
+    help: 'GraphQL errors answered, by extensions.code (limits, rate limits and upstream failures alike)',
+    labelNames: ['code'],
+    registers: [registry],
+  });
+  const upstreamCalls = new Counter({
+    name: 'upstream_calls_total',
+    help: 'Upstream HTTP attempts, by route and HTTP status (or error code when no answer came)',
+    labelNames: ['route', 'status'],
+    registers: [registry],
+  });
+  const upstreamDuration = new Histogram({
+    name: 'upstream_call_duration_seconds',
+    help: 'Duration of upstream HTTP attempts, by route and HTTP status (or error code)',
+    labelNames: ['route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+
+  const operationLabels = (params: FillLabelsFnParams) => ({
+    operationType: params.operationType ?? 'unknown',
+    operationName: operationName(params.operationName),
+  });
+
+  return {
+    registry,
+    observeUpstreamCall(call) {
+      const labels = { route: call.route, status: String(call.outcome) };
+      upstreamCalls.inc(labels);
+      upstreamDuration.observe(labels, call.durationMs / 1000);
+    },
+    countErrors(codes) {
+      for (const code of codes) errors.inc({ code });
+    },
+    plugin: () =>
+      usePrometheus({
+        registry,
+        endpoint: '/metrics',
+        metrics: {
+          graphql_envelop_request: createCounter({
+            registry,
+            counter: {
+              name: 'graphql_envelop_request',
+              help: 'GraphQL operations executed',
+              labelNames: ['operationType', 'operationName'],
+            },
+            fillLabelsFn: operationLabels,
+          }),
+          graphql_envelop_request_duration: createHistogram({
+            registry,
+            histogram: {
+              name: 'graphql_envelop_request_duration',
+              help: 'Duration of GraphQL operations, parse to result, in seconds',
+              labelNames: ['operationType', 'operationName'],
+            },
+            fillLabelsFn: operationLabels,
+          }),
+          graphql_envelop_deprecated_field: createCounter({
+            registry,
+            counter: {
+              name: 'graphql_envelop_deprecated_field',
+              help: 'Deprecated fields asked for, by field and operation',
+              labelNames: ['fieldName', 'typeName', 'operationName'],
+            },
+            fillLabelsFn: (params) => ({
+              fieldName: params.deprecationInfo?.fieldName ?? 'unknown',
+              typeName: params.deprecationInfo?.typeName ?? 'unknown',
+              operationName: operationName(params.operationName),
+            }),
+          }),
+          // The URL label would carry GET queries (documents, variables) into the registry.
+          graphql_yoga_http_duration: createHistogram({
+            registry,
+            histogram: {
+              name: 'graphql_yoga_http_duration',
+              help: 'Duration of GraphQL HTTP requests, in seconds',
+              labelNames: ['operationType', 'operationName', 'method', 'statusCode'],
+            },
+            fillLabelsFn: (params, context: { request?: Request; response?: Response }) => ({
+              ...operationLabels(params),
+              method: context.request?.method ?? 'unknown',
+              statusCode: context.response?.status ?? 0,
+            }),
+          }),
+          // Errors are counted by code above, across every phase; the per-phase timings and
+          // the summary double the series for little insight here.
+          graphql_envelop_error_result: false,
+          graphql_envelop_request_time_summary: false,
+          graphql_envelop_phase_parse: false,
+          graphql_envelop_phase_validate: false,
+          graphql_envelop_phase_context: false,
+          graphql_envelop_phase_execute: false,
+          graphql_envelop_phase_subscribe: false,
+        },
+      }),
+  };
+}

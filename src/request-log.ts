@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { type ExecutionResult, getOperationAST } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Context } from './context.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
+
+interface RequestState {
+  started: number;
+  path: string;
+  /** The caller's x-request-id, when it is one we accept. */
+  incomingId: string | undefined;
+  operationName: string | undefined;
+  operationType: string | undefined;
+  context: Context | undefined;
+  codes: string[];
+}
+
+// The same rule as context.ts applies to x-request-id, for requests refused before a context exists.
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const PROBES = new Set(['/health', '/readiness', '/metrics']);
+
+function errorCodes(result: unknown): string[] {
+  const results = (Array.isArray(result) ? result : [result]) as ExecutionResult[];
+  const codes: string[] = [];
+  for (const one of results) {
+    for (const error of one?.errors ?? []) {
+      const code = error.extensions?.code;
+      codes.push(typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR');
+    }
+  }
+  return codes;
+}
+
+/**
+ * One JSON log line per request (request id, operation, status, duration, upstream calls,
+ * error codes; never a header, a variable or a credential), the error-code counters, the
+ * `x-request-id` response header, and `Cache-Control: no-store` on GraphQL answers: they are
+ * per caller, and no cache between the facade and the browser may keep one for another.
+ */
+export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint: string): Plugin {
+  const states = new WeakMap<Request, RequestState>();
+  return {
+    onRequest({ request, url }) {
+      const incoming = request.headers.get('x-request-id');
+      states.set(request, {
+        started: performance.now(),
+        path: url.pathname,
+        incomingId: incoming && REQUEST_ID.test(incoming) ? incoming : undefined,
+        operationName: undefined,
+        operationType: undefined,
+        context: undefined,
+        codes: [],
+      });
+    },
+    onParams({ params, request }) {
+      const state = states.get(request);
+      if (state) state.operationName ??= params.operationName ?? undefined;
+    },
+    onExecute({ args }) {
+      const context = args.contextValue as Context;
+      const state = states.get(context.request);
+      if (!state) return;
+      state.context = context;
+      const operation = getOperationAST(args.document, args.operationName);
+      state.operationName ??= operation?.name?.value;
+      state.operationType = operation?.operation;
+    },
+    onResultProcess({ request, result }) {
+      const state = states.get(request);
+      if (state) state.codes.push(...errorCodes(result));
+    },
+    onResponse({ request, response }) {
+      const state = states.get(request);
+      if (!state) return;
+      const requestId = state.context?.requestId ?? state.incomingId ?? randomUUID();
+      response.headers.set('x-request-id', requestId);
+      response.headers.append('vary', 'Origin');
+      const isGraphql = state.path === graphqlEndpoint;
+      if (isGraphql && !response.headers.has('cache-control')) {
+        response.headers.set('cache-control', 'private, no-store');
+      }
+      metrics.countErrors(state.codes);
+      const calls = state.context?.upstreamCalls ?? [];
+      const line = {
+        requestId,
+        method: request.method,
+        // The path only: a GET's query string holds the document and its variables.
+        path: state.path,
+        status: response.status,
+        durationMs: Math.round((performance.now() - state.started) * 10) / 10,
+        operationName: state.operationName,
+        operationType: state.operationType,
+        upstreamCalls: calls.length,
+        upstreamMs: Math.round(calls.reduce((sum, call) => sum + call.durationMs, 0) * 10) / 10,
+        errors: state.codes.length > 0 ? state.codes : undefined,
+      };
+      if (PROBES.has(state.path)) logger.debug(line, 'probe');
+      else if (response.status >= 500) logger.error(line, 'request');
+      else logger.info(line, 'request');
+    },
+  };
+}
