@@ -1,0 +1,187 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
+const START_MS = 90_000;
+const WAIT_MS = 20_000;
+
+/** A port the system just handed out; the facade binds it a moment later. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+/** Starts the facade as `npm start` does and resolves once it logs that it is listening. */
+async function startFacade(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; output: () => string }> {
+  const { UPSTREAM_URL: _url, UPSTREAM_API_KEY: _key, ...inherited } = process.env;
+  // Its own process group, so that afterAll ends npx, tsx and node together.
+  const child = spawn('npx', ['tsx', 'src/main.ts'], {
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no "listening" line within ${START_MS} ms:\n${output}`)),
+      START_MS,
+    );
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (/listening/i.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', read);
+    child.stderr?.on('data', read);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the facade exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return { child, output: () => output };
+}
+
+async function stopFacade(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  process.kill(-child.pid, 'SIGTERM');
+  const timer = setTimeout(
+    () => child.pid !== undefined && process.kill(-child.pid, 'SIGKILL'),
+    10_000,
+  );
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The result pane's rendered lines (Monaco renders spaces as no-break spaces). */
+const resultText = (page: Page) =>
+  page
+    .locator('.result-window')
+    .textContent()
+    .then((text) => (text ?? '').replaceAll('\u00a0', ' '));
+
+async function waitForResult(page: Page, expected: string): Promise<string> {
+  await page.waitForFunction(
+    (needle) =>
+      document
+        .querySelector<HTMLElement>('.result-window')
+        ?.textContent?.replaceAll('\u00a0', ' ')
+        .includes(needle),
+    expected,
+    { timeout: WAIT_MS },
+  );
+  return resultText(page);
+}
+
+/**
+ * Replaces the active tab's operation: select all, then insert one line at once (typed keys or
+ * newlines would let the editor auto-close brackets and indent).
+ */
+async function replaceQuery(page: Page, query: string): Promise<void> {
+  await page.locator('.graphiql-query-editor .monaco-editor').first().click();
+  await page.keyboard.press('ControlOrMeta+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(query);
+  // Laid out on several lines by GraphiQL itself, so the screenshot shows the whole operation.
+  await page.getByRole('button', { name: /prettify/i }).click();
+  await page.locator('.graphiql-query-editor .monaco-editor').first().click();
+  await page.keyboard.press('ControlOrMeta+Home');
+}
+
+describe('GraphiQL in Chromium', () => {
+  let facade: ChildProcess | undefined;
+  let context: BrowserContext | undefined;
+  let page: Page;
+  let profile: string;
+  let baseUrl: string;
+  let sandboxUrl: string;
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const [port, sandboxPort] = [await freePort(), await freePort()];
+    baseUrl = `http://127.0.0.1:${port}`;
+    sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    ({ child: facade } = await startFacade({
+      PORT: String(port),
+      SANDBOX_PORT: String(sandboxPort),
+    }));
+    profile = mkdtempSync(join(tmpdir(), 'graphiql-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+      viewport: { width: 1400, height: 900 },
+      timeout: WAIT_MS,
+    });
+    context.setDefaultTimeout(WAIT_MS);
+    page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`${baseUrl}/graphql`, { waitUntil: 'load' });
+    await page.locator('.graphiql-execute-button').waitFor();
+  });
+
+  afterAll(async () => {
+    await context?.close().catch(() => {});
+    if (facade) await stopFacade(facade);
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  it('runs the example query with the run button and shows repositories from the sandbox', async () => {
+    await page.locator('.graphiql-tab-button', { hasText: /^Repositories$/ }).click();
+    await page.locator('.graphiql-execute-button').click();
+    const shown = await waitForResult(page, '"repositories"');
+    await page.screenshot({ path: join(ARTIFACTS, 'graphiql-query.png') });
+
+    // The same first page, straight from the sandbox (no Authorization: GraphiQL sends none either).
+    const response = await fetch(`${sandboxUrl}/git/v1/repo?limit=5&offset=0`, {
+      signal: AbortSignal.timeout(WAIT_MS),
+    });
+    const wire = (await response.json()) as { total: number; repositories: Array<{ id: string }> };
+    expect(shown).toContain(`"total": ${wire.total}`);
+    expect(shown).toContain(`"id": "${wire.repositories[0]?.id}"`);
+    expect(shown).not.toContain('"errors"');
+  });
+
+  it('shows a validation error of a mutation with the path of the offending value', async () => {
+    await page.locator('.graphiql-tab-add').click();
+    await replaceQuery(
+      page,
+      'mutation BadPort { requestDevServer(input: { ports: [{ port: 80, targetPort: 3000 }] }) { ephemeralUrl } }',
+    );
+    await page.locator('.graphiql-execute-button').click();
+    const shown = await waitForResult(page, '"errors"');
+    await page.screenshot({ path: join(ARTIFACTS, 'graphiql-validation-error.png') });
+    expect(shown).toContain('input.ports[0].port');
+    expect(shown).toContain('"code": "BAD_USER_INPUT"');
+
+    // Checked before any upstream call: the sandbox never saw a dev-server request.
+    const log = await fetch(`${sandboxUrl}/__sandbox/requests`, {
+      signal: AbortSignal.timeout(WAIT_MS),
+    });
+    const { requests } = (await log.json()) as {
+      requests: Array<{ method: string; path: string }>;
+    };
+    expect(requests.filter((r) => r.path === '/ephemeral/v1/dev-servers')).toEqual([]);
+  });
+});
