@@ -19,7 +19,9 @@ export const builder = new SchemaBuilder<{
     validationError: (failure) => {
       throw new BadUserInputError(
         failure.issues.map((issue) => ({
-          path: formatPath((issue.path ?? []).map((key) => (typeof key === 'object' ? key.key : key))),
+          path: formatPath(
+            (issue.path ?? []).map((key) => (typeof key === 'object' ? key.key : key)),
+          ),
           message: issue.message,
         })),
       );
