@@ -57,14 +57,20 @@ export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint:
       const state = states.get(request);
       if (state) state.operationName ??= params.operationName ?? undefined;
     },
+    onParse() {
+      // Named from the document as soon as it parses, so refused operations are named too.
+      return ({ result, context }) => {
+        const state = context.request ? states.get(context.request) : undefined;
+        if (!state || result instanceof Error || !result) return;
+        const operation = getOperationAST(result, context.params?.operationName);
+        state.operationName ??= operation?.name?.value;
+        state.operationType ??= operation?.operation;
+      };
+    },
     onExecute({ args }) {
       const context = args.contextValue as Context;
       const state = states.get(context.request);
-      if (!state) return;
-      state.context = context;
-      const operation = getOperationAST(args.document, args.operationName);
-      state.operationName ??= operation?.name?.value;
-      state.operationType = operation?.operation;
+      if (state) state.context = context;
     },
     onResultProcess({ request, result }) {
       const state = states.get(request);

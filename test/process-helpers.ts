@@ -1,0 +1,160 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { connect, createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** The facade started as `npm start` starts it: a real process, real env, real stdout. */
+export interface FacadeProcess {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  /** Set when the embedded sandbox runs. */
+  sandboxUrl: string | undefined;
+  /** Parsed JSON log lines so far (stdout). */
+  lines: Array<Record<string, unknown>>;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or the signal's name) once the process is gone. */
+  exited: Promise<number | string>;
+  /** SIGTERM, then SIGKILL after `waitMs`; always resolves. */
+  stop(waitMs?: number): Promise<number | string>;
+}
+
+const ENTRY = ['--import', 'tsx', 'src/main.ts'];
+
+/** Runs the facade to completion (for start-up failures): its exit code and output. */
+export function runFacade(
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ENTRY, {
+    env: { ...baseEnv(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) => {
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+function baseEnv(): NodeJS.ProcessEnv {
+  // The child reads only what a test gives it, plus what Node itself needs.
+  const { PATH, HOME, TMPDIR } = process.env;
+  return { PATH, HOME, TMPDIR, PORT: '0', LOG_LEVEL: 'info' };
+}
+
+export async function startFacade(
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<FacadeProcess> {
+  const child = spawn(process.execPath, ENTRY, {
+    env: { ...baseEnv(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  const lines: Array<Record<string, unknown>> = [];
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    lines.length = 0;
+    for (const line of out.split('\n')) {
+      if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  const stop = async (waitMs = 10_000) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const outcome = await Promise.race([exited, sleep(waitMs).then(() => 'timeout' as const)]);
+    if (outcome !== 'timeout') return outcome;
+    child.kill('SIGKILL');
+    return exited;
+  };
+
+  const deadline = Date.now() + timeoutMs;
+  while (!lines.some((line) => typeof line.port === 'number')) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop(1_000);
+      throw new Error(`facade did not start:\n${out}\n${err}`);
+    }
+    await sleep(50);
+  }
+  // The sandbox line follows the listening line in the same tick.
+  while (!lines.some((line) => 'upstream' in line) && Date.now() < deadline) await sleep(20);
+  const port = Number(lines.find((line) => typeof line.port === 'number')?.port);
+  const sandboxUrl = lines.find((line) => typeof line.sandboxUrl === 'string')?.sandboxUrl;
+  return {
+    child,
+    port,
+    url: `http://127.0.0.1:${port}/graphql`,
+    sandboxUrl: typeof sandboxUrl === 'string' ? sandboxUrl : undefined,
+    lines,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    stop,
+  };
+}
+
+/** POSTs one operation over real HTTP. */
+export async function post(
+  url: string,
+  query: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query }),
+  });
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Record<string, unknown>,
+  };
+}
+
+/** A port that was free a moment ago (for programs that cannot report the one they bound). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once something accepts TCP connections on the port (a started redis-server, say). */
+export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on port ${port}`);
+    await sleep(50);
+  }
+}
