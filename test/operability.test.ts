@@ -1,8 +1,9 @@
+import { GraphQLError } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { defaultConfig } from '../src/config.js';
 import { createHealth } from '../src/health.js';
-import { createLogger } from '../src/logger.js';
+import { createLogger, yogaLogger } from '../src/logger.js';
 import { createMetrics } from '../src/metrics.js';
 import { type Sandbox, startSandbox } from '../src/sandbox/server.js';
 import { UpstreamClient } from '../src/upstream/client.js';
@@ -153,6 +154,19 @@ describe('operability', () => {
     );
     expect(names.size).toBeLessThanOrEqual(101);
     expect(names.has('other')).toBe(true);
+  });
+
+  it("routes Yoga's own messages to the JSON log, a masked error with its original cause", () => {
+    const lines: LogLine[] = [];
+    const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line)) });
+    const original = new Error('database exploded');
+    yogaLogger(logger).error(
+      new GraphQLError('Internal server error', { originalError: original }),
+    );
+    yogaLogger(logger).debug('not at info level');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 'error', component: 'yoga', msg: 'database exploded' });
+    expect(JSON.stringify(lines[0]?.err)).toMatch(/database exploded/);
   });
 
   it('keeps each app on its own registry', () => {

@@ -96,6 +96,25 @@ describe('rate limits, in memory', () => {
     expect((await batch(1)).status).toBe(429);
   });
 
+  it('falls back to memory counters while Redis is unreachable', async () => {
+    const port = await freePort();
+    const fallback = createRateLimiter({
+      points: 2,
+      windowS: 60,
+      redisUrl: `redis://127.0.0.1:${port}`,
+    });
+    try {
+      expect(fallback?.store).toBe('redis');
+      expect(await fallback?.ready(200)).toBe(false);
+      const waits = [];
+      for (let i = 0; i < 3; i++) waits.push(await fallback?.consume('t:x'));
+      expect(waits.slice(0, 2)).toEqual([undefined, undefined]);
+      expect(waits[2]).toBeGreaterThanOrEqual(1);
+    } finally {
+      await fallback?.close();
+    }
+  });
+
   it('is off with RATE_LIMIT_POINTS=0', () => {
     expect(createRateLimiter({ points: 0, windowS: 60, redisUrl: undefined })).toBeUndefined();
   });
