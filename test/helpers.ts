@@ -1,14 +1,18 @@
 import type { Dispatcher } from 'undici';
 import { createApp } from '../src/app.js';
 import { type Config, defaultConfig } from '../src/config.js';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../src/sandbox/server.js';
+import { type Sandbox, type SandboxOptions, startSandbox } from '../src/sandbox/server.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
   headers: Headers;
   data?: T | null;
-  errors?: Array<{ message: string; path?: Array<string | number>; extensions: Record<string, unknown> & { code?: string } }>;
+  errors?: Array<{
+    message: string;
+    path?: Array<string | number>;
+    extensions: Record<string, unknown> & { code?: string };
+  }>;
 }
 
 export interface Harness {
@@ -71,7 +75,11 @@ export async function postGraphQL<T>(
 ): Promise<GraphQLResponse<T>> {
   const response = await app.fetch('http://facade.test/graphql', {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json',
+      ...headers,
+    },
     body: JSON.stringify({ query, variables }),
   });
   const body = (await response.json()) as Omit<GraphQLResponse<T>, 'status' | 'headers'>;

@@ -36,26 +36,34 @@ const DnsRecordRef = builder
     description: 'A DNS record to publish at your DNS provider.',
     fields: (t) => ({
       type: t.exposeString('type', { description: 'The record type: always "TXT".' }),
-      name: t.exposeString('name', { description: 'The host name: `_service_custom_hostname.<domain>`.' }),
+      name: t.exposeString('name', {
+        description: 'The host name: `_service_custom_hostname.<domain>`.',
+      }),
       value: t.exposeString('value', { description: 'The record value: the verification code.' }),
     }),
   });
 
-const DomainVerificationRef = builder.objectRef<WireDomainVerification>('DomainVerification').implement({
-  description: 'A request to verify a domain through a DNS TXT record.',
-  fields: (t) => ({
-    id: t.exposeID('id', { description: 'The identifier of the request.' }),
-    domain: t.exposeString('domain', { description: 'The domain the code was created for.' }),
-    accountId: t.exposeID('accountId', { description: 'The owning account.' }),
-    verificationCode: t.exposeString('verificationCode', { description: 'The value to publish in the TXT record.' }),
-    createdAt: t.exposeString('createdAt', { description: 'When it was created, as the upstream sends it (format unspecified).' }),
-    dnsRecord: t.field({
-      type: DnsRecordRef,
-      description: 'Exactly what to publish before calling verifyDomain.',
-      resolve: (v) => ({ type: 'TXT', name: txtHost(v.domain), value: v.verificationCode }),
+const DomainVerificationRef = builder
+  .objectRef<WireDomainVerification>('DomainVerification')
+  .implement({
+    description: 'A request to verify a domain through a DNS TXT record.',
+    fields: (t) => ({
+      id: t.exposeID('id', { description: 'The identifier of the request.' }),
+      domain: t.exposeString('domain', { description: 'The domain the code was created for.' }),
+      accountId: t.exposeID('accountId', { description: 'The owning account.' }),
+      verificationCode: t.exposeString('verificationCode', {
+        description: 'The value to publish in the TXT record.',
+      }),
+      createdAt: t.exposeString('createdAt', {
+        description: 'When it was created, as the upstream sends it (format unspecified).',
+      }),
+      dnsRecord: t.field({
+        type: DnsRecordRef,
+        description: 'Exactly what to publish before calling verifyDomain.',
+        resolve: (v) => ({ type: 'TXT', name: txtHost(v.domain), value: v.verificationCode }),
+      }),
     }),
-  }),
-});
+  });
 
 // A federation entity, so other subgraphs can reference a verification by its id. The upstream has
 // no fetch-by-id, so the key is not resolvable: the router never asks this subgraph for one.
@@ -72,14 +80,21 @@ interface VerificationResult {
   message: string | null;
 }
 
-const DomainVerificationResultRef = builder.objectRef<VerificationResult>('DomainVerificationResult').implement({
-  description: 'The outcome of a verification attempt.',
-  fields: (t) => ({
-    domain: t.exposeString('domain', { description: 'The domain that was checked.' }),
-    verified: t.exposeBoolean('verified', { description: 'Whether the upstream accepted the TXT record.' }),
-    message: t.exposeString('message', { nullable: true, description: "Why not, in the upstream's words, when verified is false." }),
-  }),
-});
+const DomainVerificationResultRef = builder
+  .objectRef<VerificationResult>('DomainVerificationResult')
+  .implement({
+    description: 'The outcome of a verification attempt.',
+    fields: (t) => ({
+      domain: t.exposeString('domain', { description: 'The domain that was checked.' }),
+      verified: t.exposeBoolean('verified', {
+        description: 'Whether the upstream accepted the TXT record.',
+      }),
+      message: t.exposeString('message', {
+        nullable: true,
+        description: "Why not, in the upstream's words, when verified is false.",
+      }),
+    }),
+  });
 
 const CreateDomainVerificationInput = builder.inputType('CreateDomainVerificationInput', {
   description: 'The domain to create a verification code for.',
@@ -109,13 +124,15 @@ const NOT_AN_ANSWER = new Set([401, 403, 429]);
 builder.mutationFields((t) => ({
   createDomainVerification: t.field({
     type: DomainVerificationRef,
-    description: 'Creates a verification code for a domain; publish `dnsRecord`, then call verifyDomain.',
+    description:
+      'Creates a verification code for a domain; publish `dnsRecord`, then call verifyDomain.',
     args: { input: t.arg({ type: CreateDomainVerificationInput, required: true }) },
     resolve: (_root, { input }, ctx) => ctx.client.createDomainVerification(input.domain, ctx.call),
   }),
   verifyDomain: t.field({
     type: DomainVerificationResultRef,
-    description: 'Asks the upstream to check the TXT record. "Not yet" is `verified: false` with a message, not an error.',
+    description:
+      'Asks the upstream to check the TXT record. "Not yet" is `verified: false` with a message, not an error.',
     args: { input: t.arg({ type: VerifyDomainInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       try {
@@ -123,8 +140,13 @@ builder.mutationFields((t) => ({
         return { domain: input.domain, verified: true, message: null };
       } catch (error) {
         const status = error instanceof UpstreamError ? error.upstream.status : undefined;
-        if (status === undefined || status < 400 || status >= 500 || NOT_AN_ANSWER.has(status)) throw error;
-        return { domain: input.domain, verified: false, message: (error as UpstreamError).upstream.message };
+        if (status === undefined || status < 400 || status >= 500 || NOT_AN_ANSWER.has(status))
+          throw error;
+        return {
+          domain: input.domain,
+          verified: false,
+          message: (error as UpstreamError).upstream.message,
+        };
       }
     },
   }),
