@@ -129,8 +129,14 @@ export function maskError(error: unknown, log: (error: unknown) => void): Error 
     if (error instanceof FacadeError || error.originalError instanceof FacadeError) return error;
     const fromGraphql = !error.originalError || isGraphQLError(error.originalError);
     if (fromGraphql && error.path === undefined) {
-      (error.extensions as Record<string, unknown>).code ??= 'BAD_USER_INPUT';
-      return error;
+      if (error.extensions?.code) return error;
+      // graphql-jit's variable errors carry no extensions object at all: build the coded copy.
+      return new GraphQLError(error.message, {
+        nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
+        extensions: { ...error.extensions, code: 'BAD_USER_INPUT' },
+      });
     }
   }
   log(isGraphQLError(error) ? (error.originalError ?? error) : error);

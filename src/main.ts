@@ -33,16 +33,23 @@ function warnAboutCredentials(config: Config, logger: Logger): void {
   }
 }
 
+/** Log lines are written asynchronously (off the request path): flush them before exiting. */
+function exitAfterFlush(logger: Logger, code: number): void {
+  logger.flush(() => process.exit(code));
+  // A flush that never calls back must not keep a stopping process alive.
+  setTimeout(() => process.exit(code), 1_000).unref();
+}
+
 async function main() {
   const config = readConfig();
   const logger = createLogger(config.logLevel);
   process.on('uncaughtException', (error) => {
     logger.fatal({ err: error }, 'uncaught exception');
-    process.exit(1);
+    exitAfterFlush(logger, 1);
   });
   process.on('unhandledRejection', (error) => {
     logger.fatal({ err: error }, 'unhandled rejection');
-    process.exit(1);
+    exitAfterFlush(logger, 1);
   });
 
   // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup.
@@ -83,7 +90,7 @@ async function main() {
   });
   server.once('error', (error) => {
     logger.fatal({ err: error }, `cannot listen on ${config.host ?? '*'}:${config.port}`);
-    process.exit(1);
+    exitAfterFlush(logger, 1);
   });
 
   server.listen(config.port, config.host, async () => {
@@ -138,7 +145,7 @@ async function main() {
       }
       await Promise.allSettled([client.close(), sandbox?.close(), rateLimiter?.close()]);
       logger.info('stopped');
-      process.exit(0);
+      exitAfterFlush(logger, 0);
     });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -154,22 +154,33 @@ export class UpstreamClient {
   async #send<T>(request: Send<T>, call: CallContext): Promise<T> {
     const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs;
     const deadline = Date.now() + timeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = call.signal ? AbortSignal.any([timeout, call.signal]) : timeout;
+    // One controller per call for both the deadline and the client going away: cheaper on the
+    // hot path than AbortSignal.timeout + AbortSignal.any, which showed in profiles.
+    const controller = new AbortController();
+    const signal = controller.signal;
+    const timer = setTimeout(() => controller.abort(new DeadlineError()), timeoutMs);
+    const onClientGone = () => controller.abort(call.signal?.reason);
+    if (call.signal?.aborted) onClientGone();
+    else call.signal?.addEventListener('abort', onClientGone, { once: true });
     // POST and PUT change state: never repeated behind the caller's back.
     const attempts = request.method === 'GET' ? this.#options.retries + 1 : 1;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#breaker.run(() => this.#attempt(request, call, signal, timeoutMs));
-      } catch (error) {
-        const failure = toUpstreamError(error, signal, timeoutMs);
-        const delay = retryDelay(failure, attempt);
-        if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline)
-          throw failure;
-        await sleep(delay, undefined, { signal }).catch(() => {
-          throw toUpstreamError(signal.reason, signal, timeoutMs);
-        });
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.#breaker.run(() => this.#attempt(request, call, signal, timeoutMs));
+        } catch (error) {
+          const failure = toUpstreamError(error, signal, timeoutMs);
+          const delay = retryDelay(failure, attempt);
+          if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline)
+            throw failure;
+          await sleep(delay, undefined, { signal }).catch(() => {
+            throw toUpstreamError(signal.reason, signal, timeoutMs);
+          });
+        }
       }
+    } finally {
+      clearTimeout(timer);
+      call.signal?.removeEventListener('abort', onClientGone);
     }
   }
 
@@ -304,6 +315,11 @@ function parseBody<T>(text: string, schema: z.ZodType<T>, status: number): T {
     status,
     message: `The upstream's answer does not match the spec at ${field}: ${issue?.message ?? 'invalid'}`,
   });
+}
+
+/** The abort reason of a call whose deadline passed. */
+class DeadlineError extends Error {
+  override name = 'TimeoutError';
 }
 
 /** `signal` is the call's combined signal: its reason tells a deadline from a client that left. */
