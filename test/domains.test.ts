@@ -192,3 +192,28 @@ describe('domain verification', () => {
     expect(dns.queries()).toEqual([]);
   });
 });
+
+describe('domain verification credentials', () => {
+  it('does forward the caller Authorization on create and verify, within its own account', async () => {
+    const headers = { authorization: 'Bearer domain-owner' };
+    const created = await h.gql<{ createDomainVerification: Verification }>(
+      CREATE,
+      { domain: 'owned.example' },
+      headers,
+    );
+    expect(created.data?.createDomainVerification.accountId).not.toBe('demo');
+    await h.gql(VERIFY, { domain: 'owned.example' }, headers);
+    const sent = h.sandbox.requests().map((r) => [r.method, r.path, r.headers.authorization]);
+    expect(sent).toEqual([
+      ['POST', PATH, 'Bearer domain-owner'],
+      ['PUT', PATH, 'Bearer domain-owner'],
+    ]);
+    // Another caller has no verification for that domain: an answer, not an error.
+    const other = await h.gql<{ verifyDomain: { verified: boolean; message: string } }>(
+      VERIFY,
+      { domain: 'owned.example' },
+      { authorization: 'Bearer someone-else' },
+    );
+    expect(other.data?.verifyDomain.verified).toBe(false);
+  });
+});
