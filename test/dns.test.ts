@@ -1,11 +1,11 @@
 import { parse, validate } from 'graphql';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { graphiqlTabs } from '../src/graphiql-examples.js';
 import { schema } from '../src/schema/index.js';
-import { startDnsServer, startSilentDnsServer, type TestDnsServer } from './dns-server.js';
-import { createHarness, type Harness, postGraphQL } from './helpers.js';
+import { startSilentDnsServer, useDnsHarness } from './dns-server.js';
+import { postGraphQL } from './helpers.js';
 
 const CHECK = `query($domain: String!, $code: String) {
   domainDnsCheck(domain: $domain, verificationCode: $code) { host values matches error }
@@ -20,14 +20,13 @@ interface Check {
 
 const HOST = '_service_custom_hostname.example.com';
 
-let dns: TestDnsServer;
-let h: Harness;
+const live = useDnsHarness();
 
 /** An app over the same upstream client with other DNS settings. */
 function appWith(dnsConfig: Config['dns']) {
   const app = createApp({
-    config: { ...h.config, dns: dnsConfig },
-    client: h.client,
+    config: { ...live.h.config, dns: dnsConfig },
+    client: live.h.client,
     logError: () => {},
   });
   return (variables: Record<string, unknown>) =>
@@ -35,32 +34,14 @@ function appWith(dnsConfig: Config['dns']) {
 }
 
 async function check(domain: string, code?: string) {
-  const response = await h.gql<{ domainDnsCheck: Check }>(CHECK, { domain, code });
+  const response = await live.h.gql<{ domainDnsCheck: Check }>(CHECK, { domain, code });
   expect(response.errors).toBeUndefined();
   return response.data?.domainDnsCheck as Check;
 }
 
-beforeAll(async () => {
-  dns = await startDnsServer();
-  h = await createHarness({
-    sandbox: { dnsServers: [dns.address], dnsTimeoutMs: 1000 },
-    config: { dns: { servers: [dns.address], timeoutMs: 1000, tries: 2 } },
-  });
-});
-
-afterAll(async () => {
-  await h?.close();
-  await dns?.close();
-});
-
-beforeEach(() => {
-  dns.clearQueries();
-  h.sandbox.clearRequests();
-});
-
 describe('domainDnsCheck', () => {
   it('does find the published code, joining a record sent in several strings', async () => {
-    dns.setTxt(HOST, [['svc-verify-', 'abc123']]);
+    live.dns.setTxt(HOST, [['svc-verify-', 'abc123']]);
     expect(await check('example.com', 'svc-verify-abc123')).toEqual({
       host: HOST,
       values: ['svc-verify-abc123'],
@@ -68,11 +49,11 @@ describe('domainDnsCheck', () => {
       error: null,
     });
     // It is the facade's own look-up: the upstream is not asked.
-    expect(h.sandbox.requests()).toEqual([]);
+    expect(live.h.sandbox.requests()).toEqual([]);
   });
 
   it('does answer matches null when no code is given', async () => {
-    dns.setTxt(HOST, ['svc-verify-abc123']);
+    live.dns.setTxt(HOST, ['svc-verify-abc123']);
     expect(await check('example.com')).toMatchObject({
       values: ['svc-verify-abc123'],
       matches: null,
@@ -81,7 +62,7 @@ describe('domainDnsCheck', () => {
   });
 
   it('does match any one of several TXT values, and none of them', async () => {
-    dns.setTxt(HOST, ['v=spf1 -all', 'svc-verify-old', 'svc-verify-new']);
+    live.dns.setTxt(HOST, ['v=spf1 -all', 'svc-verify-old', 'svc-verify-new']);
     const found = await check('example.com', 'svc-verify-new');
     expect(found).toMatchObject({ matches: true, error: null });
     expect([...found.values].sort()).toEqual(['svc-verify-new', 'svc-verify-old', 'v=spf1 -all']);
@@ -93,35 +74,35 @@ describe('domainDnsCheck', () => {
 
   it('does read a record set too large for UDP over TCP', async () => {
     const values = Array.from({ length: 8 }, (_, i) => `${i}`.padEnd(250, 'x'));
-    dns.setTxt(HOST, values);
+    live.dns.setTxt(HOST, values);
     const result = await check('example.com', values[5]);
     expect(result).toMatchObject({ matches: true, error: null });
     expect(result.values).toHaveLength(8);
-    expect(dns.queriesFor(HOST).map((query) => query.transport)).toContain('tcp');
+    expect(live.dns.queriesFor(HOST).map((query) => query.transport)).toContain('tcp');
   });
 
   it('does say "no such name" for NXDOMAIN, with matches false', async () => {
-    dns.remove(HOST);
+    live.dns.remove(HOST);
     const result = await check('example.com', 'svc-verify-abc123');
     expect(result).toMatchObject({ host: HOST, values: [], matches: false });
     expect(result.error).toMatch(/^No such name: _service_custom_hostname\.example\.com/);
   });
 
   it('does say there is no TXT record when the name exists without one', async () => {
-    dns.set(HOST, { exists: true });
+    live.dns.set(HOST, { exists: true });
     const result = await check('example.com', 'svc-verify-abc123');
     expect(result).toMatchObject({ values: [], matches: false });
     expect(result.error).toMatch(/^No TXT record at that name/);
   });
 
   it('does say the resolver refused or failed, with matches null', async () => {
-    dns.set(HOST, { rcode: 'REFUSED' });
+    live.dns.set(HOST, { rcode: 'REFUSED' });
     expect(await check('example.com', 'c')).toMatchObject({
       values: [],
       matches: null,
       error: 'The resolver refused the query.',
     });
-    dns.set(HOST, { rcode: 'SERVFAIL' });
+    live.dns.set(HOST, { rcode: 'SERVFAIL' });
     expect(await check('example.com', 'c')).toMatchObject({
       values: [],
       matches: null,
@@ -169,9 +150,9 @@ describe('domainDnsCheck', () => {
   });
 
   it('does make one DNS query per host and request, however often it is asked', async () => {
-    dns.setTxt(HOST, ['svc-verify-abc123']);
-    dns.setTxt('_service_custom_hostname.example.org', ['x']);
-    const response = await h.gql<Record<string, Check>>(`{
+    live.dns.setTxt(HOST, ['svc-verify-abc123']);
+    live.dns.setTxt('_service_custom_hostname.example.org', ['x']);
+    const response = await live.h.gql<Record<string, Check>>(`{
       a: domainDnsCheck(domain: "example.com", verificationCode: "svc-verify-abc123") { matches }
       b: domainDnsCheck(domain: " EXAMPLE.com. ") { values }
       c: domainDnsCheck(domain: "example.com", verificationCode: "other") { matches }
@@ -184,23 +165,23 @@ describe('domainDnsCheck', () => {
       c: { matches: false },
       d: { values: ['x'] },
     });
-    expect(dns.queriesFor(HOST)).toHaveLength(1);
-    expect(dns.queriesFor('_service_custom_hostname.example.org')).toHaveLength(1);
+    expect(live.dns.queriesFor(HOST)).toHaveLength(1);
+    expect(live.dns.queriesFor('_service_custom_hostname.example.org')).toHaveLength(1);
     // Per request, not cached across requests: a second request sees what is there now.
-    dns.setTxt(HOST, ['changed']);
+    live.dns.setTxt(HOST, ['changed']);
     expect((await check('example.com')).values).toEqual(['changed']);
-    expect(dns.queriesFor(HOST)).toHaveLength(2);
+    expect(live.dns.queriesFor(HOST)).toHaveLength(2);
   });
 
   it('does trim, lower-case, drop the trailing dot and convert to punycode before looking up', async () => {
-    dns.setTxt('_service_custom_hostname.xn--bcher-kva.example', ['svc-verify-idn']);
+    live.dns.setTxt('_service_custom_hostname.xn--bcher-kva.example', ['svc-verify-idn']);
     expect(await check('  Bücher.EXAMPLE. ', ' svc-verify-idn ')).toEqual({
       host: '_service_custom_hostname.xn--bcher-kva.example',
       values: ['svc-verify-idn'],
       matches: true,
       error: null,
     });
-    expect(dns.queries().map((query) => query.name)).toEqual([
+    expect(live.dns.queries().map((query) => query.name)).toEqual([
       '_service_custom_hostname.xn--bcher-kva.example',
     ]);
   });
@@ -217,19 +198,19 @@ describe('domainDnsCheck', () => {
     `${'a'.repeat(64)}.example`,
     `${'a.'.repeat(126)}ab`,
   ])('does reject the domain %j as BAD_USER_INPUT without any query', async (domain) => {
-    const response = await h.gql(CHECK, { domain, code: 'c' });
+    const response = await live.h.gql(CHECK, { domain, code: 'c' });
     expect(response.data).toBeNull();
     expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
     expect(response.errors?.[0]?.message).toMatch(/^Invalid input: domain: must be a DNS name/);
-    expect(dns.queries()).toEqual([]);
-    expect(h.sandbox.requests()).toEqual([]);
+    expect(live.dns.queries()).toEqual([]);
+    expect(live.h.sandbox.requests()).toEqual([]);
   });
 
   it('does reject an empty verification code as BAD_USER_INPUT naming it', async () => {
-    const response = await h.gql(CHECK, { domain: 'example.com', code: '  ' });
+    const response = await live.h.gql(CHECK, { domain: 'example.com', code: '  ' });
     expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
     expect(response.errors?.[0]?.message).toMatch(/verificationCode: must not be empty/);
-    expect(dns.queries()).toEqual([]);
+    expect(live.dns.queries()).toEqual([]);
   });
 });
 
@@ -239,8 +220,8 @@ describe('GraphiQL example', () => {
     expect(tab).toBeDefined();
     const { query, variables } = tab as { query: string; variables: string };
     expect(validate(schema, parse(query))).toEqual([]);
-    dns.setTxt(HOST, ['svc-verify-abc123']);
-    const response = await h.gql<{ domainDnsCheck: Check }>(query, JSON.parse(variables));
+    live.dns.setTxt(HOST, ['svc-verify-abc123']);
+    const response = await live.h.gql<{ domainDnsCheck: Check }>(query, JSON.parse(variables));
     expect(response.errors).toBeUndefined();
     expect(response.data?.domainDnsCheck).toMatchObject({
       host: HOST,
@@ -266,7 +247,7 @@ describe('DNS configuration', () => {
     expect(loadConfig({}).dns.servers).toBeUndefined();
   });
 
-  it.each(['dns.google', '1.2.3.4:99999', '1.2.3:53'])(
+  it.each(['live.dns.google', '1.2.3.4:99999', '1.2.3:53'])(
     'does refuse DNS_SERVERS=%j naming the variable',
     (value) => {
       expect(() => loadConfig({ DNS_SERVERS: value })).toThrow(

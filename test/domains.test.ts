@@ -1,8 +1,7 @@
 // The verification flow as a user walks it, against the real sandbox and a real DNS server that
 // both the facade's resolver and the sandbox's point at.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startDnsServer, type TestDnsServer } from './dns-server.js';
-import { createHarness, type Harness } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useDnsHarness } from './dns-server.js';
 
 const CREATE = `mutation($domain: String!) {
   createDomainVerification(input: { domain: $domain }) {
@@ -25,11 +24,10 @@ interface Verification {
   dnsRecord: { type: string; name: string; value: string };
 }
 
-let dns: TestDnsServer;
-let h: Harness;
+const live = useDnsHarness();
 
 async function run<T>(query: string, variables: Record<string, unknown>): Promise<T> {
-  const response = await h.gql<Record<string, T>>(query, variables);
+  const response = await live.h.gql<Record<string, T>>(query, variables);
   expect(response.errors).toBeUndefined();
   return Object.values(response.data ?? {})[0] as T;
 }
@@ -45,25 +43,7 @@ const verify = (domain: string) =>
 
 /** What the upstream was asked, in order: method, path and body. */
 const upstream = () =>
-  h.sandbox.requests().map(({ method, path, body }) => ({ method, path, body }));
-
-beforeAll(async () => {
-  dns = await startDnsServer();
-  h = await createHarness({
-    sandbox: { dnsServers: [dns.address], dnsTimeoutMs: 1000 },
-    config: { dns: { servers: [dns.address], timeoutMs: 1000, tries: 2 } },
-  });
-});
-
-afterAll(async () => {
-  await h?.close();
-  await dns?.close();
-});
-
-beforeEach(() => {
-  dns.clearQueries();
-  h.sandbox.clearRequests();
-});
+  live.h.sandbox.requests().map(({ method, path, body }) => ({ method, path, body }));
 
 const PATH = '/domains/v1/verifications';
 
@@ -84,7 +64,7 @@ describe('domain verification', () => {
       error: expect.stringMatching(/^No such name/),
     });
 
-    dns.setTxt(created.dnsRecord.name, [created.dnsRecord.value]);
+    live.dns.setTxt(created.dnsRecord.name, [created.dnsRecord.value]);
     expect(await check('flow.example', created.verificationCode)).toEqual({
       host: created.dnsRecord.name,
       values: [created.verificationCode],
@@ -106,7 +86,7 @@ describe('domain verification', () => {
 
   it('does answer verified false with the upstream message for a wrong value', async () => {
     const created = await create('wrong.example');
-    dns.setTxt(created.dnsRecord.name, ['svc-verify-not-the-code']);
+    live.dns.setTxt(created.dnsRecord.name, ['svc-verify-not-the-code']);
     expect(await check('wrong.example', created.verificationCode)).toMatchObject({
       values: ['svc-verify-not-the-code'],
       matches: false,
@@ -131,7 +111,7 @@ describe('domain verification', () => {
 
   it('does verify when the code is one of several TXT values', async () => {
     const created = await create('several.example');
-    dns.setTxt(created.dnsRecord.name, ['v=spf1 -all', created.verificationCode, 'other']);
+    live.dns.setTxt(created.dnsRecord.name, ['v=spf1 -all', created.verificationCode, 'other']);
     expect(await check('several.example', created.verificationCode)).toMatchObject({
       matches: true,
     });
@@ -142,7 +122,7 @@ describe('domain verification', () => {
     const created = await create('Bücher.example');
     expect(created.domain).toBe('xn--bcher-kva.example');
     expect(created.dnsRecord.name).toBe('_service_custom_hostname.xn--bcher-kva.example');
-    dns.setTxt(created.dnsRecord.name, [created.verificationCode]);
+    live.dns.setTxt(created.dnsRecord.name, [created.verificationCode]);
     expect(await check('bücher.example', created.verificationCode)).toMatchObject({
       matches: true,
     });
@@ -158,7 +138,7 @@ describe('domain verification', () => {
     ]);
     // One query from the facade's check, one from the sandbox's verify; never the Unicode form.
     const host = '_service_custom_hostname.xn--bcher-kva.example';
-    expect(dns.queries().map((query) => query.name)).toEqual([host, host]);
+    expect(live.dns.queries().map((query) => query.name)).toEqual([host, host]);
   });
 
   it('does trim, lower-case and drop the trailing dot before sending', async () => {
@@ -181,7 +161,7 @@ describe('domain verification', () => {
       '-x.example',
       `${'a'.repeat(64)}.io`,
     ]) {
-      const response = await h.gql(query, { domain });
+      const response = await live.h.gql(query, { domain });
       expect(response.data, domain).toBeNull();
       expect(response.errors?.[0]?.extensions.code, domain).toBe('BAD_USER_INPUT');
       expect(response.errors?.[0]?.message, domain).toMatch(
@@ -189,27 +169,27 @@ describe('domain verification', () => {
       );
     }
     expect(upstream()).toEqual([]);
-    expect(dns.queries()).toEqual([]);
+    expect(live.dns.queries()).toEqual([]);
   });
 });
 
 describe('domain verification credentials', () => {
   it('does forward the caller Authorization on create and verify, within its own account', async () => {
     const headers = { authorization: 'Bearer domain-owner' };
-    const created = await h.gql<{ createDomainVerification: Verification }>(
+    const created = await live.h.gql<{ createDomainVerification: Verification }>(
       CREATE,
       { domain: 'owned.example' },
       headers,
     );
     expect(created.data?.createDomainVerification.accountId).not.toBe('demo');
-    await h.gql(VERIFY, { domain: 'owned.example' }, headers);
-    const sent = h.sandbox.requests().map((r) => [r.method, r.path, r.headers.authorization]);
+    await live.h.gql(VERIFY, { domain: 'owned.example' }, headers);
+    const sent = live.h.sandbox.requests().map((r) => [r.method, r.path, r.headers.authorization]);
     expect(sent).toEqual([
       ['POST', PATH, 'Bearer domain-owner'],
       ['PUT', PATH, 'Bearer domain-owner'],
     ]);
     // Another caller has no verification for that domain: an answer, not an error.
-    const other = await h.gql<{ verifyDomain: { verified: boolean; message: string } }>(
+    const other = await live.h.gql<{ verifyDomain: { verified: boolean; message: string } }>(
       VERIFY,
       { domain: 'owned.example' },
       { authorization: 'Bearer someone-else' },
