@@ -1,7 +1,7 @@
 // `npm run bench`: the facade against direct REST, each a separate process, measured alternately.
 // The facade is pinned to core 0; the sandbox and this load generator share core 1 (`taskset`),
 // so the ratio compares one core of facade with one core of upstream.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -125,6 +125,8 @@ async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string,
 }
 
 async function main() {
+  // Measured as it is deployed: compiled JavaScript (`npm run build`), not through tsx.
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
   const [sandboxPort, facadePort] = [await freePort(), await freePort()];
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
   const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
@@ -133,14 +135,14 @@ async function main() {
     children.push(
       await start(
         1,
-        'src/sandbox/main.ts',
+        'dist/sandbox/main.js',
         { SANDBOX_PORT: String(sandboxPort), SANDBOX_REPOSITORIES: '1000' },
         `${sandboxUrl}/__sandbox/counts`,
       ),
     );
     const facade = await start(
       0,
-      'src/main.ts',
+      'dist/main.js',
       // Production settings with request logs on (to /dev/null); a rate limit would measure itself.
       {
         PORT: String(facadePort),
