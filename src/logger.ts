@@ -50,15 +50,24 @@ export function yogaLogger(logger: Logger): YogaLogger {
   const write =
     (level: 'debug' | 'info' | 'warn' | 'error') =>
     (...args: unknown[]): void => {
-      if (!child.isLevelEnabled(level)) return;
       const [first, ...rest] = args;
       if (first instanceof Error) {
         const err =
           first instanceof GraphQLError && first.originalError ? first.originalError : first;
-        child[level]({ err }, err.message);
+        // A refused request (CSRF, bad JSON, too large) is the caller's mistake, already counted
+        // in the request line and the metrics: an `error` line with a stack would cry wolf.
+        const at = isClientError(first) && level === 'error' ? 'debug' : level;
+        if (child.isLevelEnabled(at)) child[at]({ err }, err.message);
         return;
       }
+      if (!child.isLevelEnabled(level)) return;
       child[level]([first, ...rest].map(String).join(' '));
     };
   return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
+}
+
+function isClientError(error: Error): boolean {
+  const status = (error as { extensions?: { http?: { status?: unknown } } }).extensions?.http
+    ?.status;
+  return typeof status === 'number' && status >= 400 && status < 500;
 }
