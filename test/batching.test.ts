@@ -96,6 +96,21 @@ describe('batching of repository pages', () => {
     ]);
   });
 
+  it('bounds the follow-up calls of one short page', async () => {
+    const tiny = await createHarness({ sandbox: { repositories: 100, maxPageSize: 1 } });
+    try {
+      const result = await tiny.gql<{ repositories: Items }>(
+        '{ repositories(limit: 60) { hasNextPage items { id } } }',
+      );
+      // The first call and 20 follow-ups, one item each; the page says more follow.
+      expect(upstreamRequests(tiny.sandbox, ROUTE)).toHaveLength(21);
+      expect(result.data?.repositories.items).toHaveLength(21);
+      expect(result.data?.repositories.hasNextPage).toBe(true);
+    } finally {
+      await tiny.close();
+    }
+  });
+
   it('never shares answers between requests', async () => {
     await h.gql('{ repositories(limit: 2) { items { id } } }');
     await h.gql('{ repositories(limit: 2) { items { id } } }');

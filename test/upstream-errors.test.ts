@@ -130,3 +130,20 @@ describe('upstream errors', () => {
     }
   });
 });
+
+describe('upstream answers without a specified body', () => {
+  it('takes any 2xx of the verify call as verified, JSON or not', async () => {
+    const h = await createHarness();
+    try {
+      for (const body of ['OK', '', { whatever: true }]) {
+        h.sandbox.setFault('PUT /domains/v1/verifications', { status: 200, body });
+        const result = await h.gql(
+          'mutation { verifyDomain(input: { domain: "example.com" }) { verified message } }',
+        );
+        expect(result.data?.verifyDomain).toEqual({ verified: true, message: null });
+      }
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -17,6 +17,9 @@ export interface LoaderOptions {
   maxCoalescedRange: number;
 }
 
+/** Follow-up calls that one short page may cause. */
+const MAX_FILL_CALLS = 20;
+
 const pageKey = (key: PageKey) => `${key.limit ?? ''}:${key.offset ?? ''}`;
 
 /**
@@ -148,7 +151,13 @@ async function fetchRange(
   );
   const items: WireRepository[] = [...first.repositories];
   let total = first.total;
-  while (items.length < limit && offset + items.length < total) {
+  // Bounded: a huge `limit` against an upstream with small pages must not become thousands of
+  // calls; past the bound the page is returned as far as it got (hasNextPage stays true).
+  for (
+    let fill = 1;
+    fill <= MAX_FILL_CALLS && items.length < limit && offset + items.length < total;
+    fill++
+  ) {
     const next = await client.listRepositories(
       { limit: limit - items.length, offset: offset + items.length },
       call,
