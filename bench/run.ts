@@ -143,12 +143,11 @@ async function main() {
     const facade = await start(
       0,
       'dist/main.js',
-      // Production settings with request logs on (to /dev/null); a rate limit would measure itself.
+      // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
       {
         PORT: String(facadePort),
         HOST: '127.0.0.1',
         UPSTREAM_URL: sandboxUrl,
-        RATE_LIMIT_POINTS: '0',
         NODE_ENV: 'production',
       },
       `http://127.0.0.1:${facadePort}/health`,

@@ -90,7 +90,9 @@ const schema = z.object({
   MAX_BODY_BYTES: int(1, 100 * 1024 * 1024).default(1024 * 1024),
   BATCHING_LIMIT: int(0, 100).default(0),
   INTROSPECTION: bool.default(true),
-  RATE_LIMIT_POINTS: int(0, 1_000_000_000).default(600),
+  // A flood backstop by default (1,000 requests a second per client over a minute): a busy
+  // frontend or a load test from one address stays under it; public deployments set their own.
+  RATE_LIMIT_POINTS: int(0, 1_000_000_000).default(60_000),
   RATE_LIMIT_WINDOW_S: int(1, 86_400).default(60),
   REDIS_URL: z
     .string()

@@ -165,7 +165,10 @@ describe('rate limits in Redis, shared by two facade processes', () => {
 
     it('gives one client one budget across both replicas', async () => {
       const [a, b] = facades as [FacadeProcess, FacadeProcess];
-      expect(a.lines.some((line) => line.store === 'redis')).toBe(true);
+      // The start-up line about Redis comes once Redis answered, after the listening line.
+      await expect
+        .poll(() => a.lines.some((line) => line.store === 'redis'), { timeout: 5_000 })
+        .toBe(true);
       const statuses: number[] = [];
       for (const facade of [a, b, a, b, a]) {
         statuses.push((await post(facade.url, QUERY, bearer('shared-client'))).status);
