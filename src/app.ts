@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { type RateLimiter, useRateLimit } from './rate-limit.js';
 import { useRequestLog } from './request-log.js';
 import { schema } from './schema/index.js';
+import { useBodySizeLimit } from './security/body-size.js';
 import { corsOptions, useCsrfPrevention } from './security/browser.js';
 import { createTokenMatcher, useClientTokens } from './security/client-auth.js';
 import { useLimits } from './security/limits.js';
@@ -89,7 +90,7 @@ export function createApp({
     );
   }
   if (serviceKeyClients) plugins.push(useClientTokens(serviceKeyClients));
-  plugins.push(...useLimits(config));
+  plugins.push(useBodySizeLimit(config.limits.maxBodyBytes), ...useLimits(config));
   // Compiles each validated document to a function once (cached per document): execution of a
   // page of repositories costs about a quarter of graphql-js's (see bench/ and the README).
   plugins.push(useGraphQlJit() as Plugin);
@@ -103,7 +104,8 @@ export function createApp({
     logging: yogaLogger(log),
     cors: corsOptions(config.corsOrigins),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
-    maxRequestBodySize: config.limits.maxBodyBytes,
+    // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
+    maxRequestBodySize: false,
     plugins,
     // Served from the package itself: these machines (and many intranets) cannot reach a CDN.
     // Loaded on the first GraphiQL page view: the bundle is ~80 MB of memory that an API-only

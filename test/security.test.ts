@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { getIntrospectionQuery } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -124,6 +126,26 @@ describe('limits', () => {
     const response = await postGraphQL(app, `{ repositories { total } } # ${'x'.repeat(2000)}`);
     expect(response.status).toBe(413);
     expectRefused(response, 'BAD_USER_INPUT', /too large/i);
+  });
+
+  it('answers 413 to a declared Content-Length above MAX_BODY_BYTES over real HTTP', async () => {
+    const app = appWith(h, withLimits({ maxBodyBytes: 1024 }));
+    const server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const post = (query: string) =>
+        fetch(`http://127.0.0.1:${port}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query }),
+        });
+      expect((await post(`{ repositories { total } } # ${'x'.repeat(2000)}`)).status).toBe(413);
+      expect((await post('{ repositories { total } }')).status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('refuses batched requests unless BATCHING_LIMIT allows them', async () => {
