@@ -2,6 +2,7 @@
 import { builder } from './builder.js';
 import './root.js';
 import './repositories.js';
+import './repository-connection.js';
 import './domains.js';
 import './dns-check.js';
 import './dev-servers.js';

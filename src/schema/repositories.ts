@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { BadUserInputError } from '../errors.js';
-import type { WireRepository, WireRepositoryList } from '../upstream/wire.js';
+import type { WireRepository } from '../upstream/wire.js';
 import { builder } from './builder.js';
 import { selectedFields } from './selection.js';
 
@@ -14,7 +13,7 @@ interface Tag {
   target: string;
   message: string | null;
 }
-interface Repository {
+export interface Repository {
   id: string | null;
   defaultBranch: string | null;
   branches: Branch[];
@@ -26,23 +25,8 @@ interface RepositoryPage {
   offset: number;
   hasNextPage: boolean;
 }
-interface RepositoryEdge {
-  cursor: string;
-  node: Repository;
-}
-interface RepositoryConnection {
-  edges: RepositoryEdge[];
-  pageInfo: {
-    hasNextPage: boolean;
-    hasPreviousPage: boolean;
-    startCursor: string | null;
-    endCursor: string | null;
-  };
-  totalCount: number;
-}
-
 /** The upstream's maps become lists in the upstream's order; a missing inner name is the key. */
-function toRepository(wire: WireRepository): Repository {
+export function toRepository(wire: WireRepository): Repository {
   return {
     id: wire.id == null ? null : String(wire.id),
     defaultBranch: wire.defaultBranch ?? null,
@@ -86,7 +70,7 @@ const TagRef = builder.objectRef<Tag>('Tag').implement({
   }),
 });
 
-const RepositoryRef = builder.objectRef<Repository>('Repository').implement({
+export const RepositoryRef = builder.objectRef<Repository>('Repository').implement({
   description: 'A git repository with its branches and tags.',
   fields: (t) => ({
     id: t.exposeID('id', {
@@ -149,68 +133,8 @@ const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').im
   }),
 });
 
-const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInfo').implement({
-  description: 'Relay page information.',
-  fields: (t) => ({
-    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether more edges follow.' }),
-    hasPreviousPage: t.exposeBoolean('hasPreviousPage', { description: 'Whether edges precede.' }),
-    startCursor: t.exposeString('startCursor', {
-      nullable: true,
-      description: 'The cursor of the first edge.',
-    }),
-    endCursor: t.exposeString('endCursor', {
-      nullable: true,
-      description: 'The cursor of the last edge; pass it as `after`.',
-    }),
-  }),
-});
-
-const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').implement({
-  description: 'A repository and its cursor.',
-  fields: (t) => ({
-    cursor: t.exposeString('cursor', { description: 'An opaque cursor for this position.' }),
-    node: t.field({
-      type: RepositoryRef,
-      description: 'The repository.',
-      resolve: (edge) => edge.node,
-    }),
-  }),
-});
-
-const RepositoryConnectionRef = builder
-  .objectRef<RepositoryConnection>('RepositoryConnection')
-  .implement({
-    description: 'The repository list as a Relay connection.',
-    fields: (t) => ({
-      edges: t.field({
-        type: [RepositoryEdgeRef],
-        description: 'The edges of this page.',
-        resolve: (c) => c.edges,
-      }),
-      pageInfo: t.field({
-        type: PageInfoRef,
-        description: 'Where this page stands.',
-        resolve: (c) => c.pageInfo,
-      }),
-      totalCount: t.exposeInt('totalCount', {
-        description: 'How many repositories there are in all.',
-      }),
-    }),
-  });
-
-const CURSOR_PREFIX = 'repositories:';
-const encodeCursor = (offset: number) =>
-  Buffer.from(`${CURSOR_PREFIX}${offset}`).toString('base64url');
-const cursorOffset = (cursor: string) => {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const digits = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : '';
-  return /^\d{1,15}$/.test(digits) && encodeCursor(Number(digits)) === cursor
-    ? Number(digits)
-    : null;
-};
-
-const nonNegative = z.number().int().min(0, 'must be >= 0').nullish();
-const DEFAULT_FIRST = 20;
+/** Limits, offsets and `first`: absent, null or a whole number >= 0. */
+export const nonNegative = z.number().int().min(0, 'must be >= 0').nullish();
 
 builder.queryFields((t) => ({
   repositories: t.field({
@@ -244,53 +168,4 @@ builder.queryFields((t) => ({
       };
     },
   }),
-  repositoriesConnection: t.field({
-    type: RepositoryConnectionRef,
-    description: `The repository list as a Relay connection; \`first\` defaults to ${DEFAULT_FIRST} and may not exceed the configured MAX_PAGE_SIZE.`,
-    args: {
-      first: t.arg.int({
-        description: 'How many edges at most (0 to MAX_PAGE_SIZE).',
-        validate: nonNegative,
-      }),
-      after: t.arg.string({
-        description:
-          'The cursor after which to start (an `endCursor` or edge `cursor` this API issued).',
-        validate: z
-          .string()
-          .nullish()
-          .refine(
-            (v) => v == null || cursorOffset(v) !== null,
-            'is not a cursor issued by this API',
-          ),
-      }),
-    },
-    resolve: async (_root, args, ctx) => {
-      const max = ctx.config.maxPageSize;
-      if (args.first != null && args.first > max) {
-        throw new BadUserInputError([
-          { path: 'first', message: `must be <= ${max} (MAX_PAGE_SIZE)` },
-        ]);
-      }
-      const first = args.first ?? Math.min(DEFAULT_FIRST, max);
-      const offset = args.after == null ? 0 : (cursorOffset(args.after) as number) + 1;
-      return toConnection(await ctx.loaders.repositoryPage.load({ limit: first, offset }), offset);
-    },
-  }),
 }));
-
-function toConnection(page: WireRepositoryList, offset: number): RepositoryConnection {
-  const edges = page.repositories.map((wire, index) => ({
-    cursor: encodeCursor(offset + index),
-    node: toRepository(wire),
-  }));
-  return {
-    edges,
-    totalCount: page.total,
-    pageInfo: {
-      hasNextPage: offset + edges.length < page.total,
-      hasPreviousPage: offset > 0,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
-    },
-  };
-}

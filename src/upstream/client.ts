@@ -3,12 +3,20 @@ import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
-import { type Breaker, CircuitOpenError, createBreaker } from './breaker.js';
+import { type Breaker, createBreaker } from './breaker.js';
+import {
+  DeadlineError,
+  errorMessage,
+  header,
+  parseBody,
+  readCapped,
+  retryDelay,
+  toUpstreamError,
+} from './responses.js';
 import {
   type WireDevServerRequest,
   wireDevServer,
   wireDomainVerification,
-  wireError,
   wireRepositoryList,
 } from './wire.js';
 
@@ -50,15 +58,6 @@ interface Send<T> {
   schema: z.ZodType<T>;
   timeoutMs?: number;
 }
-
-const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
-const TRANSPORT_CODES: Record<string, ErrorCode> = {
-  UND_ERR_HEADERS_TIMEOUT: 'UPSTREAM_TIMEOUT',
-  UND_ERR_BODY_TIMEOUT: 'UPSTREAM_TIMEOUT',
-  UND_ERR_CONNECT_TIMEOUT: 'UPSTREAM_TIMEOUT',
-  ETIMEDOUT: 'UPSTREAM_TIMEOUT',
-};
-const MESSAGE_LIMIT = 500;
 
 /**
  * The one HTTP client to the upstream: a keep-alive undici pool, a deadline per call, a cap on
@@ -257,113 +256,3 @@ export class UpstreamClient {
 
 // Marks a route whose 2xx body is not specified (and so not parsed).
 const anyBody = z.unknown();
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-async function readCapped(
-  body: AsyncIterable<Buffer> & { destroy(error?: Error): void },
-  contentLength: string | string[] | undefined,
-  cap: number,
-): Promise<string> {
-  const tooLarge = () =>
-    new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-      message: `The upstream's answer exceeds ${cap} bytes`,
-    });
-  if (Number(header(contentLength) ?? 0) > cap) {
-    body.destroy();
-    throw tooLarge();
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > cap) {
-      body.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size).toString('utf8');
-}
-
-function errorMessage(status: number, text: string): string {
-  try {
-    const parsed = wireError.safeParse(JSON.parse(text));
-    const message = parsed.success ? (parsed.data.message ?? parsed.data.response) : undefined;
-    if (message) return message.slice(0, MESSAGE_LIMIT);
-  } catch {
-    // A non-JSON error body may be an HTML page or a stack trace: never passed on.
-  }
-  return `The upstream answered ${status}`;
-}
-
-function parseBody<T>(text: string, schema: z.ZodType<T>, status: number): T {
-  let json: unknown;
-  try {
-    json = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-      status,
-      message: 'The upstream answered with a body that is not JSON',
-    });
-  }
-  const parsed = schema.safeParse(json);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const field = issue?.path.length ? issue.path.map(String).join('.') : '(body)';
-  throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-    status,
-    message: `The upstream's answer does not match the spec at ${field}: ${issue?.message ?? 'invalid'}`,
-  });
-}
-
-/** The abort reason of a call whose deadline passed. */
-class DeadlineError extends Error {
-  override name = 'TimeoutError';
-}
-
-/** `signal` is the call's combined signal: its reason tells a deadline from a client that left. */
-function toUpstreamError(error: unknown, signal: AbortSignal, timeoutMs: number): UpstreamError {
-  if (error instanceof UpstreamError) return error;
-  const code = (error as { code?: string } | undefined)?.code ?? '';
-  const deadlinePassed =
-    signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError';
-  if (deadlinePassed || TRANSPORT_CODES[code] === 'UPSTREAM_TIMEOUT') {
-    return new UpstreamError('UPSTREAM_TIMEOUT', {
-      message: `The upstream did not answer within ${timeoutMs} ms`,
-    });
-  }
-  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
-    return new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-      message: "The upstream's answer was cut off",
-    });
-  }
-  if (
-    signal.aborted ||
-    (error as Error | undefined)?.name === 'AbortError' ||
-    code === 'UND_ERR_ABORTED'
-  ) {
-    // The GraphQL client went away; nobody reads this, but it must still be an expected error.
-    return new UpstreamError('UPSTREAM_UNAVAILABLE', {
-      message: 'The request was cancelled by the client',
-    });
-  }
-  return new UpstreamError('UPSTREAM_UNAVAILABLE', {
-    message: `The upstream could not be reached (${code || 'connection failed'})`,
-  });
-}
-
-/** Backoff before the next attempt, or undefined when this failure is not worth retrying. */
-function retryDelay(error: UpstreamError, attempt: number): number | undefined {
-  if (error.cancelled || error instanceof CircuitOpenError) return undefined;
-  const status = error.upstream.status;
-  const retryable =
-    status === undefined ? error.code === 'UPSTREAM_UNAVAILABLE' : RETRYABLE_STATUS.has(status);
-  if (!retryable) return undefined;
-  const retryAfter = error.extensions.retryAfter;
-  if (typeof retryAfter === 'number') return retryAfter * 1000;
-  // Full jitter: spreads the retries of many callers instead of synchronising them.
-  return Math.random() * Math.min(2_000, 100 * 2 ** (attempt - 1));
-}
