@@ -52,7 +52,6 @@ export interface CallContext {
 
 interface Send<T> {
   method: 'GET' | 'POST' | 'PUT';
-  route: string;
   path: string;
   body?: unknown;
   schema: z.ZodType<T>;
@@ -97,7 +96,6 @@ export class UpstreamClient {
     return this.#send(
       {
         method: 'GET',
-        route: 'GET /git/v1/repo',
         path: `/git/v1/repo${search}`,
         schema: wireRepositoryList,
       },
@@ -109,7 +107,6 @@ export class UpstreamClient {
     return this.#send(
       {
         method: 'POST',
-        route: 'POST /domains/v1/verifications',
         path: '/domains/v1/verifications',
         body: { domain },
         schema: wireDomainVerification,
@@ -123,7 +120,6 @@ export class UpstreamClient {
     await this.#send(
       {
         method: 'PUT',
-        route: 'PUT /domains/v1/verifications',
         path: '/domains/v1/verifications',
         body: { domain },
         schema: anyBody,
@@ -136,7 +132,6 @@ export class UpstreamClient {
     return this.#send(
       {
         method: 'POST',
-        route: 'POST /ephemeral/v1/dev-servers',
         path: '/ephemeral/v1/dev-servers',
         body,
         schema: wireDevServer,
@@ -232,7 +227,8 @@ export class UpstreamClient {
       throw error;
     } finally {
       const completed = {
-        route: request.route,
+        // The route names the endpoint, never its query string (it is a metrics label).
+        route: `${request.method} ${request.path.split('?')[0]}`,
         outcome,
         durationMs: performance.now() - started,
         requestId: call.requestId,
