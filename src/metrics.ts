@@ -1,5 +1,4 @@
 import {
-  createCounter,
   createHistogram,
   type FillLabelsFnParams,
   usePrometheus,
@@ -85,15 +84,9 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
         registry,
         endpoint: '/metrics',
         metrics: {
-          graphql_envelop_request: createCounter({
-            registry,
-            counter: {
-              name: 'graphql_envelop_request',
-              help: 'GraphQL operations executed',
-              labelNames: ['operationType', 'operationName'],
-            },
-            fillLabelsFn: operationLabels,
-          }),
+          // The duration histogram's _count is the operation count, and the HTTP duration
+          // repeats it per status: each extra series cost measurable CPU on every request.
+          graphql_envelop_request: false,
           graphql_envelop_request_duration: createHistogram({
             registry,
             histogram: {
@@ -106,20 +99,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
           // Counting deprecated fields walks every document with a TypeInfo on every request;
           // that walk cost more than the rest of the metrics together under load.
           graphql_envelop_deprecated_field: false,
-          // The URL label would carry GET queries (documents, variables) into the registry.
-          graphql_yoga_http_duration: createHistogram({
-            registry,
-            histogram: {
-              name: 'graphql_yoga_http_duration',
-              help: 'Duration of GraphQL HTTP requests, in seconds',
-              labelNames: ['operationType', 'operationName', 'method', 'statusCode'],
-            },
-            fillLabelsFn: (params, context: { request?: Request; response?: Response }) => ({
-              ...operationLabels(params),
-              method: context.request?.method ?? 'unknown',
-              statusCode: context.response?.status ?? 0,
-            }),
-          }),
+          graphql_yoga_http_duration: false,
           // Errors are counted by code above, across every phase; the per-phase timings and
           // the summary double the series for little insight here.
           graphql_envelop_error_result: false,

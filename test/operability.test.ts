@@ -124,9 +124,6 @@ describe('operability', () => {
     const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
 
     expect(
-      value(/graphql_envelop_request\{operationType="query",operationName="Listing"\} (\d+)/),
-    ).toBe(3);
-    expect(
       value(
         /graphql_envelop_request_duration_count\{operationType="query",operationName="Listing"\} (\d+)/,
       ),
@@ -148,9 +145,9 @@ describe('operability', () => {
     for (let i = 0; i < 120; i++) await postGraphQL(ctx.app, `query Op${i} { __typename }`);
     const text = await (await ctx.app.fetch('http://facade.test/metrics')).text();
     const names = new Set(
-      [...text.matchAll(/^graphql_envelop_request\{[^}]*operationName="([^"]+)"/gm)].map(
-        (m) => m[1],
-      ),
+      [
+        ...text.matchAll(/^graphql_envelop_request_duration_count\{[^}]*operationName="([^"]+)"/gm),
+      ].map((m) => m[1]),
     );
     expect(names.size).toBeLessThanOrEqual(101);
     expect(names.has('other')).toBe(true);
