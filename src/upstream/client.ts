@@ -8,8 +8,8 @@ import {
   DeadlineError,
   errorMessage,
   header,
+  isTooLarge,
   parseBody,
-  readCapped,
   retryDelay,
   toUpstreamError,
 } from './responses.js';
@@ -82,6 +82,7 @@ export class UpstreamClient {
         keepAliveTimeout: 30_000,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
+        maxResponseSize: options.maxResponseBytes,
       });
   }
 
@@ -198,13 +199,11 @@ export class UpstreamClient {
         bodyTimeout: timeoutMs,
       });
       outcome = response.statusCode;
-      const text = await readCapped(
-        response.body,
-        response.headers['content-length'],
-        this.#options.maxResponseBytes,
-      ).catch((error: unknown) => {
+      // The size cap is undici's own (maxResponseSize): it refuses a large Content-Length up
+      // front and counts the bytes of a body without one.
+      const text = await response.body.text().catch((error: unknown) => {
+        if (signal.aborted || isTooLarge(error)) throw error;
         // Headers came, the body did not finish: the answer was cut off, not refused.
-        if (error instanceof UpstreamError || signal.aborted) throw error;
         throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
           status: response.statusCode,
           message: "The upstream's answer was cut off",

@@ -19,30 +19,9 @@ export function header(value: string | string[] | undefined): string | undefined
   return Array.isArray(value) ? value[0] : value;
 }
 
-export async function readCapped(
-  body: AsyncIterable<Buffer> & { destroy(error?: Error): void },
-  contentLength: string | string[] | undefined,
-  cap: number,
-): Promise<string> {
-  const tooLarge = () =>
-    new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-      message: `The upstream's answer exceeds ${cap} bytes`,
-    });
-  if (Number(header(contentLength) ?? 0) > cap) {
-    body.destroy();
-    throw tooLarge();
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > cap) {
-      body.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size).toString('utf8');
+/** undici's maxResponseSize refusal, by Content-Length or while reading. */
+export function isTooLarge(error: unknown): boolean {
+  return (error as { code?: string } | undefined)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 }
 
 export function errorMessage(status: number, text: string): string {
@@ -94,6 +73,11 @@ export function toUpstreamError(
   if (deadlinePassed || TRANSPORT_CODES[code] === 'UPSTREAM_TIMEOUT') {
     return new UpstreamError('UPSTREAM_TIMEOUT', {
       message: `The upstream did not answer within ${timeoutMs} ms`,
+    });
+  }
+  if (isTooLarge(error)) {
+    return new UpstreamError('UPSTREAM_BAD_RESPONSE', {
+      message: "The upstream's answer exceeds UPSTREAM_MAX_RESPONSE_BYTES",
     });
   }
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
