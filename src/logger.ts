@@ -6,18 +6,16 @@ import type { Config } from './config.js';
 export type { Logger } from 'pino';
 
 // Belt and braces: no log line is built from headers, but if one ever is, these never show.
+// Exact paths only: wildcard paths made redaction a few percent of every request's CPU.
 const REDACT = [
   'authorization',
   'cookie',
+  'token',
+  'apiKey',
   'headers.authorization',
   'headers.cookie',
-  '*.authorization',
-  '*.headers.authorization',
-  '*.headers.cookie',
-  'token',
-  '*.token',
-  'apiKey',
-  '*.apiKey',
+  'req.headers.authorization',
+  'req.headers.cookie',
 ];
 
 /** JSON lines on stdout (or `destination`, for tests); the level comes from LOG_LEVEL. */
