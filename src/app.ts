@@ -91,8 +91,9 @@ export function createApp({
   }
   if (serviceKeyClients) plugins.push(useClientTokens(serviceKeyClients));
   plugins.push(useBodySizeLimit(config.limits.maxBodyBytes), ...useLimits(config));
-  // Compiles each validated document to a function once (cached per document): execution of a
-  // page of repositories costs about a quarter of graphql-js's (see bench/ and the README).
+  // Compiles each validated document to a function once (cached per parsed document, so bounded
+  // by Yoga's parse cache): executing a page of repositories took 0.07 ms against graphql-js's
+  // 0.3 ms when measured.
   plugins.push(useGraphQlJit() as Plugin);
 
   return createYoga<Record<string, never>, RequestContext>({
