@@ -2,7 +2,7 @@ import { useGraphQlJit } from '@envelop/graphql-jit';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
-import { type ErrorCode, maskError } from './errors.js';
+import { maskError } from './errors.js';
 import { graphiqlTabs } from './graphiql-examples.js';
 import { createHealth, type Health, useReadiness } from './health.js';
 import { type Logger, silentLogger, yogaLogger } from './logger.js';
@@ -32,30 +32,6 @@ export interface AppDeps {
 }
 
 const GRAPHQL_ENDPOINT = '/graphql';
-
-// Yoga's own request errors carry codes of their own (REQUEST_ENTITY_TOO_LARGE, BAD_REQUEST);
-// the contract promises one of its codes on every error, and these are all about the request.
-const CONTRACT_CODES = new Set<string>([
-  'BAD_USER_INPUT',
-  'UNAUTHENTICATED',
-  'FORBIDDEN',
-  'NOT_FOUND',
-  'RATE_LIMITED',
-  'UPSTREAM_ERROR',
-  'UPSTREAM_TIMEOUT',
-  'UPSTREAM_UNAVAILABLE',
-  'UPSTREAM_BAD_RESPONSE',
-  'GRAPHQL_PARSE_FAILED',
-  'GRAPHQL_VALIDATION_FAILED',
-  'INTERNAL_SERVER_ERROR',
-] satisfies ErrorCode[]);
-
-function withContractCode(error: Error): Error {
-  const extensions = (error as { extensions?: Record<string, unknown> }).extensions;
-  if (extensions && !CONTRACT_CODES.has(String(extensions.code)))
-    extensions.code = 'BAD_USER_INPUT';
-  return error;
-}
 
 export function createApp({
   config,
@@ -119,7 +95,7 @@ export function createApp({
       shouldPersistHeaders: false,
     },
     maskedErrors: {
-      maskError: (error) => withContractCode(maskError(error, logError)),
+      maskError: (error) => maskError(error, logError),
     },
   });
 }

@@ -230,6 +230,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /** Defaults for tests and tools: the same schema, no environment. */
-export function defaultConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({}), ...overrides };
+export function defaultConfig(): Config {
+  return loadConfig({});
 }

@@ -35,6 +35,11 @@ export interface ContextDeps {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+/** The caller's x-request-id when it is one we pass on (short, no spaces or control bytes). */
+export function acceptedRequestId(value: string | null): string | undefined {
+  return value && REQUEST_ID.test(value) ? value : undefined;
+}
+
 /** Per request: a request id, the credential to forward and fresh loaders around the shared client. */
 export function createContextFactory({
   config,
@@ -43,8 +48,7 @@ export function createContextFactory({
 }: ContextDeps) {
   return (initial: YogaInitialContext): RequestContext => {
     const { headers, signal } = initial.request;
-    const incoming = headers.get('x-request-id');
-    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
     const upstreamCalls: CompletedCall[] = [];
     const call: CallContext = {
       // In service-key mode the client substitutes its own key; the caller's is never forwarded.

@@ -1,19 +1,24 @@
 import { GraphQLError } from 'graphql';
 
 /** The codes of the contract's error table; `extensions.code` is always one of these. */
-export type ErrorCode =
-  | 'BAD_USER_INPUT'
-  | 'UNAUTHENTICATED'
-  | 'FORBIDDEN'
-  | 'NOT_FOUND'
-  | 'RATE_LIMITED'
-  | 'UPSTREAM_ERROR'
-  | 'UPSTREAM_TIMEOUT'
-  | 'UPSTREAM_UNAVAILABLE'
-  | 'UPSTREAM_BAD_RESPONSE'
-  | 'GRAPHQL_PARSE_FAILED'
-  | 'GRAPHQL_VALIDATION_FAILED'
-  | 'INTERNAL_SERVER_ERROR';
+export const ERROR_CODES = [
+  'BAD_USER_INPUT',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'RATE_LIMITED',
+  'UPSTREAM_ERROR',
+  'UPSTREAM_TIMEOUT',
+  'UPSTREAM_UNAVAILABLE',
+  'UPSTREAM_BAD_RESPONSE',
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'INTERNAL_SERVER_ERROR',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+const CONTRACT_CODES = new Set<unknown>(ERROR_CODES);
 
 /** What the client may see of an upstream failure: its status (absent for transport failures) and message. */
 export interface UpstreamDetails {
@@ -129,13 +134,19 @@ export function maskError(error: unknown, log: (error: unknown) => void): Error 
     if (error instanceof FacadeError || error.originalError instanceof FacadeError) return error;
     const fromGraphql = !error.originalError || isGraphQLError(error.originalError);
     if (fromGraphql && error.path === undefined) {
-      if (error.extensions?.code) return error;
+      if (CONTRACT_CODES.has(error.extensions?.code)) return error;
+      // Yoga's own request errors carry codes of their own (REQUEST_ENTITY_TOO_LARGE,
+      // BAD_REQUEST); the contract promises one of its codes, and these are about the request.
+      if (error.extensions) {
+        (error.extensions as Record<string, unknown>).code = 'BAD_USER_INPUT';
+        return error;
+      }
       // graphql-jit's variable errors carry no extensions object at all: build the coded copy.
       return new GraphQLError(error.message, {
         nodes: error.nodes,
         source: error.source,
         positions: error.positions,
-        extensions: { ...error.extensions, code: 'BAD_USER_INPUT' },
+        extensions: { code: 'BAD_USER_INPUT' },
       });
     }
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from './context.js';
+import { acceptedRequestId, type Context } from './context.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -16,8 +16,6 @@ interface RequestState {
   codes: string[];
 }
 
-// The same rule as context.ts applies to x-request-id, for requests refused before a context exists.
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const PROBES = new Set(['/health', '/readiness', '/metrics']);
 
 function errorCodes(result: unknown): string[] {
@@ -42,11 +40,11 @@ export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint:
   const states = new WeakMap<Request, RequestState>();
   return {
     onRequest({ request, url }) {
-      const incoming = request.headers.get('x-request-id');
       states.set(request, {
         started: performance.now(),
         path: url.pathname,
-        incomingId: incoming && REQUEST_ID.test(incoming) ? incoming : undefined,
+        // For requests refused before a context (and its request id) exists.
+        incomingId: acceptedRequestId(request.headers.get('x-request-id')),
         operationName: undefined,
         operationType: undefined,
         context: undefined,
