@@ -50,9 +50,15 @@ describe('operability', () => {
     const app = createApp({ config: defaultConfig(), client: ctx.client, health });
     expect((await app.fetch('http://facade.test/health')).status).toBe(200);
     expect((await app.fetch('http://facade.test/readiness')).status).toBe(200);
+    const before = await postGraphQL(app, '{ __typename }');
+    expect(before.headers.get('connection')).toBeNull();
     health.startDraining();
     expect((await app.fetch('http://facade.test/readiness')).status).toBe(503);
     expect((await app.fetch('http://facade.test/health')).status).toBe(200);
+    // While draining, every answer closes its connection: keep-alive clients go elsewhere.
+    const during = await postGraphQL(app, '{ __typename }');
+    expect(during.data).toEqual({ __typename: 'Query' });
+    expect(during.headers.get('connection')).toBe('close');
   });
 
   it('can tie readiness to the upstream accepting connections', async () => {
