@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { type ErrorCode, UpstreamError } from '../errors.js';
 import { CircuitOpenError } from './breaker.js';
+import type { Cancellation } from './cancel.js';
 import { wireError } from './wire.js';
 
 // How the client reads an upstream answer and turns every way a call can fail into one coded
@@ -60,10 +61,10 @@ export class DeadlineError extends Error {
   override name = 'TimeoutError';
 }
 
-/** `signal` is the call's combined signal: its reason tells a deadline from a client that left. */
+/** `signal` is the call's cancellation: its reason tells a deadline from a client that left. */
 export function toUpstreamError(
   error: unknown,
-  signal: AbortSignal,
+  signal: Cancellation,
   timeoutMs: number,
 ): UpstreamError {
   if (error instanceof UpstreamError) return error;
