@@ -72,7 +72,7 @@ async function main() {
   const health = createHealth({
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
   });
-  const rateLimiter = createRateLimiter(config.rateLimit, logger);
+  const rateLimiter = await createRateLimiter(config.rateLimit, logger);
   const redisReady = rateLimiter?.store === 'redis' ? rateLimiter.ready(5_000) : undefined;
   const yoga = createApp({ config, client, logger, metrics, health, rateLimiter });
 

@@ -22,9 +22,9 @@ describe('rate limits, in memory', () => {
     h = await createHarness();
   });
   afterAll(() => h.close());
-  beforeEach(() => {
+  beforeEach(async () => {
     h.sandbox.clearRequests();
-    limiter = createRateLimiter({ points: 3, windowS: 60, redisUrl: undefined }) as RateLimiter;
+    limiter = await createRateLimiter({ points: 3, windowS: 60, redisUrl: undefined }) as RateLimiter;
   });
 
   it('answers RATE_LIMITED with retryAfter, 429 and Retry-After past the budget', async () => {
@@ -98,7 +98,7 @@ describe('rate limits, in memory', () => {
 
   it('falls back to memory counters while Redis is unreachable', async () => {
     const port = await freePort();
-    const fallback = createRateLimiter({
+    const fallback = await createRateLimiter({
       points: 2,
       windowS: 60,
       redisUrl: `redis://127.0.0.1:${port}`,
@@ -115,8 +115,8 @@ describe('rate limits, in memory', () => {
     }
   });
 
-  it('is off with RATE_LIMIT_POINTS=0', () => {
-    expect(createRateLimiter({ points: 0, windowS: 60, redisUrl: undefined })).toBeUndefined();
+  it('is off with RATE_LIMIT_POINTS=0', async () => {
+    expect(await createRateLimiter({ points: 0, windowS: 60, redisUrl: undefined })).toBeUndefined();
   });
 });
 
