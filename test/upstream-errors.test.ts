@@ -102,6 +102,89 @@ describe('upstream errors', () => {
     expect(missing.errors?.[0]?.message).toContain('total');
   });
 
+  const brokenLists: Array<[string, unknown]> = [
+    ['repositories', { repositories: {}, total: 0, offset: 0 }],
+    ['offset', { repositories: [], total: 0, offset: -1 }],
+    ['total', { repositories: [], total: 1.5, offset: 0 }],
+    ['repositories.0', { repositories: ['x'], total: 1, offset: 0 }],
+    ['repositories.0.id', { repositories: [{ id: true }], total: 1, offset: 0 }],
+    ['repositories.0.defaultBranch', { repositories: [{ defaultBranch: 1 }], total: 1, offset: 0 }],
+    ['repositories.0.branches', { repositories: [{ branches: [] }], total: 1, offset: 0 }],
+    [
+      'repositories.0.branches.main.name',
+      {
+        repositories: [{ branches: { main: { default: true, target: 'a', name: null } } }],
+        total: 1,
+        offset: 0,
+      },
+    ],
+    [
+      'repositories.0.branches.main.target',
+      { repositories: [{ branches: { main: { default: true } } }], total: 1, offset: 0 },
+    ],
+    ['repositories.0.tags.v1', { repositories: [{ tags: { v1: 'abc' } }], total: 1, offset: 0 }],
+    [
+      'repositories.0.tags.v1.message',
+      { repositories: [{ tags: { v1: { target: 'a', message: 3 } } }], total: 1, offset: 0 },
+    ],
+  ];
+  for (const [field, body] of brokenLists) {
+    it(`names ${field} when the list of repositories breaks the spec there`, async () => {
+      h.sandbox.setFault('GET /git/v1/repo', { status: 200, body });
+      const result = await h.gql(LIST);
+      expect(result.errors?.[0]?.extensions.code).toBe('UPSTREAM_BAD_RESPONSE');
+      expect(result.errors?.[0]?.message).toMatch(
+        new RegExp(`does not match the spec at ${field.replaceAll('.', '\\.')}: expected `),
+      );
+    });
+  }
+
+  it('takes what the spec allows in a list: absent or null maps and names, extra fields', async () => {
+    h.sandbox.setFault('GET /git/v1/repo', {
+      status: 200,
+      body: {
+        repositories: [
+          { id: 7, branches: null, extra: { nested: true } },
+          {
+            defaultBranch: null,
+            branches: {
+              b: { default: false, target: 't1' },
+              a: { default: true, target: 't2', name: 'A' },
+            },
+            tags: { v1: { target: 't3', message: null }, v2: { target: 't4' } },
+          },
+        ],
+        total: 2,
+        offset: 0,
+        next: 'ignored',
+      },
+    });
+    const result = await h.gql(
+      '{ repositories(limit: 2) { total items { id defaultBranch branches { name target isDefault } tags { name target message } } } }',
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({
+      repositories: {
+        total: 2,
+        items: [
+          { id: '7', defaultBranch: null, branches: [], tags: [] },
+          {
+            id: null,
+            defaultBranch: null,
+            branches: [
+              { name: 'b', target: 't1', isDefault: false },
+              { name: 'A', target: 't2', isDefault: true },
+            ],
+            tags: [
+              { name: 'v1', target: 't3', message: null },
+              { name: 'v2', target: 't4', message: null },
+            ],
+          },
+        ],
+      },
+    });
+  });
+
   it('answers verifyDomain refusals as an answer, but 401/403/429/5xx as errors', async () => {
     const VERIFY =
       'mutation { verifyDomain(input: { domain: "Example.COM." }) { domain verified message } }';

@@ -1,46 +1,13 @@
 import { z } from 'zod';
-import type { WireRepository } from '../upstream/wire.js';
+import type { Branch, Repository, Tag } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
 import { selectedFields } from './selection.js';
 
-interface Branch {
-  name: string;
-  target: string;
-  isDefault: boolean;
-}
-interface Tag {
-  name: string;
-  target: string;
-  message: string | null;
-}
-export interface Repository {
-  id: string | null;
-  defaultBranch: string | null;
-  branches: Branch[];
-  tags: Tag[];
-}
 interface RepositoryPage {
   items: Repository[];
   total: number;
   offset: number;
   hasNextPage: boolean;
-}
-/** The upstream's maps become lists in the upstream's order; a missing inner name is the key. */
-export function toRepository(wire: WireRepository): Repository {
-  return {
-    id: wire.id == null ? null : String(wire.id),
-    defaultBranch: wire.defaultBranch ?? null,
-    branches: Object.entries(wire.branches ?? {}).map(([key, branch]) => ({
-      name: branch.name ?? key,
-      target: branch.target,
-      isDefault: branch.default,
-    })),
-    tags: Object.entries(wire.tags ?? {}).map(([key, tag]) => ({
-      name: tag.name ?? key,
-      target: tag.target,
-      message: tag.message ?? null,
-    })),
-  };
 }
 
 const BranchRef = builder.objectRef<Branch>('Branch').implement({
@@ -155,7 +122,7 @@ builder.queryFields((t) => ({
       // Only `total` (and what follows from it) wanted: ask the upstream for no items at all.
       const countOnly = !fields.has('items') && (limit !== undefined || !fields.has('hasNextPage'));
       const page = await ctx.loaders.repositoryPage.load({ limit: countOnly ? 0 : limit, offset });
-      const items = page.repositories.map(toRepository);
+      const items = page.repositories;
       const shown =
         countOnly && limit !== undefined
           ? Math.min(limit, Math.max(0, page.total - page.offset))

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { BadUserInputError } from '../errors.js';
-import type { WireRepositoryList } from '../upstream/wire.js';
+import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
-import { nonNegative, type Repository, RepositoryRef, toRepository } from './repositories.js';
+import { nonNegative, RepositoryRef } from './repositories.js';
 
 // The repository list as a Relay connection, over the same per-request loader as `repositories`.
 // Cursors are opaque base64url offsets; only ones this API issued are accepted.
@@ -119,10 +119,10 @@ builder.queryFields((t) => ({
   }),
 }));
 
-function toConnection(page: WireRepositoryList, offset: number): RepositoryConnection {
-  const edges = page.repositories.map((wire, index) => ({
+function toConnection(page: RepositoryList, offset: number): RepositoryConnection {
+  const edges = page.repositories.map((node, index) => ({
     cursor: encodeCursor(offset + index),
-    node: toRepository(wire),
+    node,
   }));
   return {
     edges,

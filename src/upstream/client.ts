@@ -1,5 +1,4 @@
 import { Agent, type Dispatcher } from 'undici';
-import { z } from 'zod';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
 import { type Breaker, createBreaker } from './breaker.js';
@@ -13,11 +12,13 @@ import {
   retryDelay,
   toUpstreamError,
 } from './responses.js';
+import { decodeRepositoryList } from './repository-list.js';
 import {
+  type Decoder,
   type WireDevServerRequest,
   wireDevServer,
   wireDomainVerification,
-  wireRepositoryList,
+  zodDecoder,
 } from './wire.js';
 
 type UpstreamSettings = Config['upstream'];
@@ -54,7 +55,7 @@ interface Send<T> {
   method: 'GET' | 'POST' | 'PUT';
   path: string;
   body?: unknown;
-  schema: z.ZodType<T>;
+  decode: Decoder<T>;
   timeoutMs?: number;
 }
 
@@ -98,7 +99,7 @@ export class UpstreamClient {
       {
         method: 'GET',
         path: `/git/v1/repo${search}`,
-        schema: wireRepositoryList,
+        decode: decodeRepositoryList,
       },
       call,
     );
@@ -110,7 +111,7 @@ export class UpstreamClient {
         method: 'POST',
         path: '/domains/v1/verifications',
         body: { domain },
-        schema: wireDomainVerification,
+        decode: decodeDomainVerification,
       },
       call,
     );
@@ -123,7 +124,7 @@ export class UpstreamClient {
         method: 'PUT',
         path: '/domains/v1/verifications',
         body: { domain },
-        schema: anyBody,
+        decode: anyBody,
       },
       call,
     );
@@ -135,7 +136,7 @@ export class UpstreamClient {
         method: 'POST',
         path: '/ephemeral/v1/dev-servers',
         body,
-        schema: wireDevServer,
+        decode: decodeDevServer,
         timeoutMs: this.#options.devServerTimeoutMs,
       },
       call,
@@ -215,8 +216,8 @@ export class UpstreamClient {
         );
       }
       // The verify answer's body is not specified: any 2xx is the answer, whatever it holds.
-      if (request.schema === anyBody) return undefined as T;
-      return parseBody(text, request.schema, response.statusCode);
+      if (request.decode === anyBody) return undefined as T;
+      return parseBody(text, request.decode, response.statusCode);
     } catch (error) {
       if (!(error instanceof UpstreamError) || error.upstream.status === undefined) {
         outcome = toUpstreamError(error, cancel, timeoutMs).code;
@@ -248,4 +249,6 @@ export class UpstreamClient {
 }
 
 // Marks a route whose 2xx body is not specified (and so not parsed).
-const anyBody = z.unknown();
+const anyBody: Decoder<unknown> = (json) => json;
+const decodeDomainVerification = zodDecoder(wireDomainVerification);
+const decodeDevServer = zodDecoder(wireDevServer);

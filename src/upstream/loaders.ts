@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import type { CallContext, UpstreamClient } from './client.js';
-import type { WireRepository, WireRepositoryList } from './wire.js';
+import type { Repository, RepositoryList } from './repository-list.js';
 
 /** One page as a resolver asks for it; undefined means "not sent, the upstream's default". */
 export interface PageKey {
@@ -9,7 +9,7 @@ export interface PageKey {
 }
 
 export interface Loaders {
-  repositoryPage: DataLoader<PageKey, WireRepositoryList, string>;
+  repositoryPage: DataLoader<PageKey, RepositoryList, string>;
 }
 
 export interface LoaderOptions {
@@ -32,7 +32,7 @@ export function createLoaders(
   options: LoaderOptions,
 ): Loaders {
   return {
-    repositoryPage: new DataLoader<PageKey, WireRepositoryList, string>(
+    repositoryPage: new DataLoader<PageKey, RepositoryList, string>(
       (keys) => loadPages(client, call, options, keys),
       { cacheKeyFn: pageKey },
     ),
@@ -57,8 +57,8 @@ async function loadPages(
   call: CallContext,
   options: LoaderOptions,
   keys: readonly PageKey[],
-): Promise<Array<WireRepositoryList | Error>> {
-  const results: Array<WireRepositoryList | Error> = new Array(keys.length);
+): Promise<Array<RepositoryList | Error>> {
+  const results: Array<RepositoryList | Error> = new Array(keys.length);
   const ranges: Range[] = [];
   // Pages at the upstream's default size go as they are; the others are sorted by offset.
   const direct = keys.flatMap((key, index) => (key.limit === undefined ? [index] : []));
@@ -142,14 +142,14 @@ async function fetchRange(
   client: UpstreamClient,
   call: CallContext,
   range: Range,
-): Promise<WireRepositoryList> {
+): Promise<RepositoryList> {
   const offset = range.start;
   const limit = range.end - range.start;
   const first = await client.listRepositories(
     { limit, offset: range.sendOffset ? offset : undefined },
     call,
   );
-  const items: WireRepository[] = [...first.repositories];
+  const items: Repository[] = [...first.repositories];
   let total = first.total;
   // Bounded: a huge `limit` against an upstream with small pages must not become thousands of
   // calls; past the bound the page is returned as far as it got (hasNextPage stays true).

@@ -1,8 +1,7 @@
-import type { z } from 'zod';
 import { type ErrorCode, UpstreamError } from '../errors.js';
 import { CircuitOpenError } from './breaker.js';
 import type { Cancellation } from './cancel.js';
-import { wireError } from './wire.js';
+import { type Decoder, WireMismatch, wireError } from './wire.js';
 
 // How the client reads an upstream answer and turns every way a call can fail into one coded
 // UpstreamError (the contract's table), and which of those are worth another try.
@@ -36,7 +35,7 @@ export function errorMessage(status: number, text: string): string {
   return `The upstream answered ${status}`;
 }
 
-export function parseBody<T>(text: string, schema: z.ZodType<T>, status: number): T {
+export function parseBody<T>(text: string, decode: Decoder<T>, status: number): T {
   let json: unknown;
   try {
     json = text === '' ? undefined : JSON.parse(text);
@@ -46,14 +45,16 @@ export function parseBody<T>(text: string, schema: z.ZodType<T>, status: number)
       message: 'The upstream answered with a body that is not JSON',
     });
   }
-  const parsed = schema.safeParse(json);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const field = issue?.path.length ? issue.path.map(String).join('.') : '(body)';
-  throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-    status,
-    message: `The upstream's answer does not match the spec at ${field}: ${issue?.message ?? 'invalid'}`,
-  });
+  try {
+    return decode(json);
+  } catch (error) {
+    if (!(error instanceof WireMismatch)) throw error;
+    const field = error.path.length ? error.path.join('.') : '(body)';
+    throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
+      status,
+      message: `The upstream's answer does not match the spec at ${field}: ${error.message}`,
+    });
+  }
 }
 
 /** The abort reason of a call whose deadline passed. */

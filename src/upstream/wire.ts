@@ -1,33 +1,33 @@
 import { z } from 'zod';
 
 // The REST wire shapes of upstream-api.md, checked where answers enter the facade. Fields the
-// spec does not show are tolerated and stripped; fields it requires are checked.
+// spec does not show are tolerated and stripped; fields it requires are checked. The list of
+// repositories, the hot path, has its own one-pass decoder (repository-list.ts).
 
-export const wireBranch = z.object({
-  default: z.boolean(),
-  name: z.string().optional(),
-  target: z.string(),
-});
+/** An answer that breaks the spec, with the path of the first field that does. */
+export class WireMismatch extends Error {
+  constructor(
+    readonly path: ReadonlyArray<string | number>,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
-export const wireTag = z.object({
-  name: z.string().optional(),
-  target: z.string(),
-  message: z.string().nullish(),
-});
+/** Checks an answer against the spec and returns it in the facade's shape, or throws WireMismatch. */
+export type Decoder<T> = (json: unknown) => T;
 
-export const wireRepository = z.object({
-  // Not in the spec; passed through when present.
-  id: z.union([z.string(), z.number()]).nullish(),
-  defaultBranch: z.string().nullish(),
-  branches: z.record(z.string(), wireBranch).nullish(),
-  tags: z.record(z.string(), wireTag).nullish(),
-});
-
-export const wireRepositoryList = z.object({
-  repositories: z.array(wireRepository),
-  total: z.number().int().min(0),
-  offset: z.number().int().min(0),
-});
+export function zodDecoder<T>(schema: z.ZodType<T>): Decoder<T> {
+  return (json) => {
+    const parsed = schema.safeParse(json);
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    throw new WireMismatch(
+      (issue?.path ?? []).map((key) => (typeof key === 'symbol' ? String(key) : key)),
+      issue?.message ?? 'invalid',
+    );
+  };
+}
 
 export const wireDomainVerification = z.object({
   id: z.union([z.string(), z.number()]).transform(String),
@@ -52,8 +52,6 @@ export const wireError = z.object({
   response: z.string().optional(),
 });
 
-export type WireRepository = z.output<typeof wireRepository>;
-export type WireRepositoryList = z.output<typeof wireRepositoryList>;
 export type WireDomainVerification = z.output<typeof wireDomainVerification>;
 export type WireDevServer = z.output<typeof wireDevServer>;
 
