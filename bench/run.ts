@@ -71,9 +71,23 @@ interface Measured {
   errors: number;
   non2xx: number;
   requests: number;
+  /** CPU seconds (user + system) the serving process spent on the run. */
+  cpuS: number;
 }
 
-async function load(url: string, body?: string): Promise<Measured> {
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // After "pid (comm) ", utime and stime are the 12th and 13th fields.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** `servedBy`: the process whose CPU the run is charged to (the sandbox, or the facade). */
+async function load(servedBy: number, url: string, body?: string): Promise<Measured> {
+  const cpuBefore = cpuSeconds(servedBy);
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -89,12 +103,19 @@ async function load(url: string, body?: string): Promise<Measured> {
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     requests: result.requests.total,
+    cpuS: cpuSeconds(servedBy) - cpuBefore,
   };
 }
 
 const average = (runs: Measured[], key: keyof Measured) =>
   runs.reduce((sum, run) => sum + run[key], 0) / runs.length;
 const summary = (runs: Measured[]) => ({
+  // CPU per request of the serving process: what one core of it can serve, whatever the load
+  // generator (which shares the sandbox's core) leaves it.
+  cpuUsPerRequest: Math.round(
+    (1e6 * runs.reduce((sum, run) => sum + run.cpuS, 0)) /
+      runs.reduce((sum, run) => sum + run.requests, 0),
+  ),
   rps: Math.round(average(runs, 'rps')),
   p50: average(runs, 'p50'),
   p99: average(runs, 'p99'),
@@ -133,14 +154,13 @@ async function main() {
   const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
   const children: ChildProcess[] = [];
   try {
-    children.push(
-      await start(
-        1,
-        'dist/sandbox/main.js',
-        { SANDBOX_PORT: String(sandboxPort), SANDBOX_REPOSITORIES: '1000' },
-        `${sandboxUrl}/__sandbox/counts`,
-      ),
+    const sandbox = await start(
+      1,
+      'dist/sandbox/main.js',
+      { SANDBOX_PORT: String(sandboxPort), SANDBOX_REPOSITORIES: '1000' },
+      `${sandboxUrl}/__sandbox/counts`,
     );
+    children.push(sandbox);
     const facade = await start(
       0,
       'dist/main.js',
@@ -174,7 +194,7 @@ async function main() {
     await autocannon({
       url: graphqlUrl,
       connections: CONNECTIONS,
-      duration: 5,
+      duration: 10,
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: scenarios.page,
@@ -187,11 +207,13 @@ async function main() {
       threeAdjacentPages: [],
     };
     for (let round = 0; round < ROUNDS; round++) {
-      runs.direct?.push(await load(`${sandboxUrl}/git/v1/repo?limit=20`));
-      runs.page?.push(await load(graphqlUrl, scenarios.page));
+      runs.direct?.push(await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
+      runs.page?.push(await load(facade.pid as number, graphqlUrl, scenarios.page));
     }
-    runs.fiveAliases?.push(await load(graphqlUrl, scenarios.fiveAliases));
-    runs.threeAdjacentPages?.push(await load(graphqlUrl, scenarios.threeAdjacentPages));
+    runs.fiveAliases?.push(await load(facade.pid as number, graphqlUrl, scenarios.fiveAliases));
+    runs.threeAdjacentPages?.push(
+      await load(facade.pid as number, graphqlUrl, scenarios.threeAdjacentPages),
+    );
 
     const direct = summary(runs.direct ?? []);
     const rows = Object.entries(runs).map(([name, measured]) => {
@@ -204,6 +226,10 @@ async function main() {
         p99Ms: s.p99,
         errors: s.errors,
         upstreamCallsPerOp: name === 'direct' ? 1 : calls[name as keyof typeof calls],
+        cpuUsPerRequest: s.cpuUsPerRequest,
+        // Requests one core of the serving process can answer, and that against the sandbox's.
+        perCoreRps: Math.round(1e6 / s.cpuUsPerRequest),
+        perCoreRatio: Number((direct.cpuUsPerRequest / s.cpuUsPerRequest).toFixed(3)),
       };
     });
     const results = {
@@ -223,7 +249,8 @@ async function main() {
     );
     if (direct.rps < 20_000)
       console.warn(
-        `warning: direct baseline ${direct.rps} req/s is under 20,000: the ratio means little`,
+        `warning: direct baseline ${direct.rps} req/s is under 20,000 (autocannon shares the sandbox's core); ` +
+          `the sandbox alone serves ${Math.round(1e6 / direct.cpuUsPerRequest)} per CPU-second, which perCoreRatio compares against`,
       );
   } finally {
     for (const child of children) child.kill('SIGTERM');
