@@ -13,6 +13,8 @@ interface RequestState {
   operationName: string | undefined;
   operationType: string | undefined;
   context: Context | undefined;
+  /** The operations executed (more than one in a batch), for the metrics. */
+  executed: Array<{ type: string | undefined; name: string | undefined }>;
   codes: string[];
 }
 
@@ -40,7 +42,7 @@ function errorCodes(result: unknown): string[] {
 
 /**
  * One JSON log line per request (request id, operation, status, duration, upstream calls,
- * error codes; never a header, a variable or a credential), the error-code counters, the
+ * error codes; never a header, a variable or a credential), the operation and error-code metrics, the
  * `x-request-id` response header, and `Cache-Control: no-store` on GraphQL answers: they are
  * per caller, and no cache between the facade and the browser may keep one for another.
  */
@@ -55,6 +57,7 @@ export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint:
         operationName: undefined,
         operationType: undefined,
         context: undefined,
+        executed: [],
         codes: [],
       };
     },
@@ -75,7 +78,13 @@ export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint:
     onExecute({ args }) {
       const context = args.contextValue as Context;
       const state = stateOf(context.request);
-      if (state) state.context = context;
+      if (!state) return;
+      state.context = context;
+      const operation = getOperationAST(args.document, args.operationName);
+      state.executed.push({
+        type: operation?.operation,
+        name: operation?.name?.value ?? args.operationName ?? undefined,
+      });
     },
     onResultProcess({ request, result }) {
       const state = stateOf(request);
@@ -91,7 +100,9 @@ export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint:
       if (isGraphql && !response.headers.has('cache-control')) {
         response.headers.set('cache-control', 'private, no-store');
       }
+      const seconds = (performance.now() - state.started) / 1000;
       metrics.countErrors(state.codes);
+      for (const { type, name } of state.executed) metrics.observeOperation(type, name, seconds);
       const calls = state.context?.upstreamCalls ?? [];
       const line = {
         requestId,
@@ -99,7 +110,7 @@ export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint:
         // The path only: a GET's query string holds the document and its variables.
         path: state.path,
         status: response.status,
-        durationMs: Math.round((performance.now() - state.started) * 10) / 10,
+        durationMs: Math.round(seconds * 10_000) / 10,
         operationName: state.operationName,
         operationType: state.operationType,
         upstreamCalls: calls.length,

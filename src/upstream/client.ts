@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
 import { type Breaker, createBreaker } from './breaker.js';
 import { CallCancel } from './cancel.js';
+import { decodeRepositoryList } from './repository-list.js';
 import {
   DeadlineError,
   errorMessage,
@@ -12,7 +13,6 @@ import {
   retryDelay,
   toUpstreamError,
 } from './responses.js';
-import { decodeRepositoryList } from './repository-list.js';
 import {
   type Decoder,
   type WireDevServerRequest,
