@@ -16,7 +16,11 @@ describe('GraphQL over HTTP conformance', () => {
 
   beforeAll(async () => {
     h = await createHarness();
-    const rateLimiter = await createRateLimiter({ points: 10_000, windowS: 60, redisUrl: undefined });
+    const rateLimiter = await createRateLimiter({
+      points: 10_000,
+      windowS: 60,
+      redisUrl: undefined,
+    });
     server = createServer(createApp({ config: h.config, client: h.client, rateLimiter }));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const address = server.address();

@@ -24,7 +24,11 @@ describe('rate limits, in memory', () => {
   afterAll(() => h.close());
   beforeEach(async () => {
     h.sandbox.clearRequests();
-    limiter = await createRateLimiter({ points: 3, windowS: 60, redisUrl: undefined }) as RateLimiter;
+    limiter = (await createRateLimiter({
+      points: 3,
+      windowS: 60,
+      redisUrl: undefined,
+    })) as RateLimiter;
   });
 
   it('answers RATE_LIMITED with retryAfter, 429 and Retry-After past the budget', async () => {
@@ -116,7 +120,9 @@ describe('rate limits, in memory', () => {
   });
 
   it('is off with RATE_LIMIT_POINTS=0', async () => {
-    expect(await createRateLimiter({ points: 0, windowS: 60, redisUrl: undefined })).toBeUndefined();
+    expect(
+      await createRateLimiter({ points: 0, windowS: 60, redisUrl: undefined }),
+    ).toBeUndefined();
   });
 });
 
