@@ -42,9 +42,9 @@ function errorCodes(result: unknown): string[] {
 
 /**
  * One JSON log line per request (request id, operation, status, duration, upstream calls,
- * error codes; never a header, a variable or a credential), the operation and error-code metrics, the
- * `x-request-id` response header, and `Cache-Control: no-store` on GraphQL answers: they are
- * per caller, and no cache between the facade and the browser may keep one for another.
+ * error codes; never a header, a variable or a credential), the operation and error-code
+ * metrics, the `x-request-id` response header, and `Cache-Control: no-store` on GraphQL answers:
+ * they are per caller, and no cache between the facade and the browser may keep one for another.
  */
 export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint: string): Plugin {
   return {
