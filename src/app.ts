@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
 import { maskError } from './errors.js';
 import { graphiqlTabs } from './graphiql-examples.js';
-import { createHealth, type Health, useReadiness } from './health.js';
+import { createHealth, HEALTH_PATH, type Health, useReadiness } from './health.js';
 import { type Logger, silentLogger, yogaLogger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { type RateLimiter, useRateLimit } from './rate-limit.js';
@@ -76,7 +76,7 @@ export function createApp({
     schema,
     context: createContextFactory({ config, client }),
     graphqlEndpoint: GRAPHQL_ENDPOINT,
-    healthCheckEndpoint: '/health',
+    healthCheckEndpoint: HEALTH_PATH,
     landingPage: false,
     logging: yogaLogger(log),
     cors: corsOptions(config.corsOrigins),

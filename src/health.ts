@@ -57,7 +57,9 @@ function canConnect(url: URL, timeoutMs: number): Promise<boolean> {
   });
 }
 
-const READINESS_PATH = '/readiness';
+/** Alive: Yoga's own health check answers 200 here. */
+export const HEALTH_PATH = '/health';
+export const READINESS_PATH = '/readiness';
 
 /**
  * `/health` is Yoga's own (alive: 200); this adds `/readiness`, and while draining it marks every

@@ -23,7 +23,7 @@ export interface MetricsOptions {
 // Operation names come from the caller: unbounded label values would let any client grow the
 // registry (and every scrape) without limit. The first names seen keep their own series.
 const OPERATION_NAMES = 100;
-const METRICS_PATH = '/metrics';
+export const METRICS_PATH = '/metrics';
 const OTHER = 'other';
 
 function boundedNames(limit: number): (name: string | undefined) => string {

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { acceptedRequestId, type Context } from './context.js';
+import { HEALTH_PATH, READINESS_PATH } from './health.js';
 import type { Logger } from './logger.js';
-import type { Metrics } from './metrics.js';
+import { METRICS_PATH, type Metrics } from './metrics.js';
 
 interface RequestState {
   started: number;
@@ -18,7 +19,7 @@ interface RequestState {
   codes: string[];
 }
 
-const PROBES = new Set(['/health', '/readiness', '/metrics']);
+const PROBES = new Set([HEALTH_PATH, READINESS_PATH, METRICS_PATH]);
 
 // The state rides on the Request itself. A WeakMap keyed by Request was measured to cost a
 // quarter of the CPU of a small request and ~90 MB of peak RSS under load: its ephemeron entries
