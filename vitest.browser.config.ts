@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 // Kept out of `npm test` because it needs a system browser and takes a while to start.
 export default defineConfig({
   test: {
-    include: ['test/browser/**/*.test.ts'],
+    include: ['test/e2e/browser/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // One browser and one facade process at a time on two cores.

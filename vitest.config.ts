@@ -11,8 +11,8 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    exclude: ['test/browser/**', 'node_modules/**'],
+    include: ['test/**/*.test.ts', 'sandbox/**/*.test.ts'],
+    exclude: ['test/e2e/browser/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Several suites start real servers and child processes; two cores, so keep the fan-out small.

@@ -163,7 +163,7 @@ async function main() {
     children.push(sandbox);
     const facade = await start(
       0,
-      'dist/main.js',
+      'dist/src/main.js',
       // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
       {
         PORT: String(facadePort),

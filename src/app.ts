@@ -3,17 +3,17 @@ import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
 import { maskError } from './errors.js';
-import { graphiqlTabs } from './graphiql-examples.js';
-import { createHealth, HEALTH_PATH, type Health, useReadiness } from './health.js';
-import { type Logger, silentLogger, yogaLogger } from './logger.js';
-import { createMetrics, type Metrics } from './metrics.js';
-import { type RateLimiter, useRateLimit } from './rate-limit.js';
-import { useRequestLog } from './request-log.js';
+import { createHealth, HEALTH_PATH, type Health, useReadiness } from './observability/health.js';
+import { type Logger, silentLogger, yogaLogger } from './observability/logger.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
+import { graphiqlTabs } from './plugins/request/graphiql-tabs.js';
+import { useBodySizeLimit } from './plugins/request/use-body-size.js';
+import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
+import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
+import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
+import { useRequestLog } from './plugins/result/use-request-log.js';
+import { useLimits } from './plugins/validation/use-limits.js';
 import { schema } from './schema/index.js';
-import { useBodySizeLimit } from './security/body-size.js';
-import { corsOptions, useCsrfPrevention } from './security/browser.js';
-import { createTokenMatcher, useClientTokens } from './security/client-auth.js';
-import { useLimits } from './security/limits.js';
 import type { UpstreamClient } from './upstream/client.js';
 
 export interface AppDeps {

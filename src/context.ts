@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
+import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
   createTxtLoader,
   createTxtResolver,
   type TxtLoader,
   type TxtResolver,
-} from './dns/resolver.js';
-import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
+} from './upstream/dns.js';
 import { createLoaders, type Loaders } from './upstream/loaders.js';
 
 /** What the facade adds to Yoga's own context for one request. */

@@ -1,11 +1,11 @@
 import { createServer } from 'node:http';
+import { startSandbox } from '../sandbox/server.js';
 import { createApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { createHealth } from './health.js';
-import { createLogger, type Logger } from './logger.js';
-import { createMetrics } from './metrics.js';
-import { createRateLimiter } from './rate-limit.js';
-import { startSandbox } from './sandbox/server.js';
+import { createHealth } from './observability/health.js';
+import { createLogger, type Logger } from './observability/logger.js';
+import { createMetrics } from './observability/metrics.js';
+import { createRateLimiter } from './plugins/request/use-rate-limit.js';
 import { UpstreamClient } from './upstream/client.js';
 
 function readConfig(): Config {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { TxtLookupResult } from '../dns/resolver.js';
+import type { TxtLookupResult } from '../upstream/dns.js';
 import { builder } from './builder.js';
 import { domainName, txtHost } from './domains.js';
 

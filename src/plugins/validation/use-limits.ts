@@ -1,0 +1,63 @@
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationContext } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Config } from '../../config.js';
+
+// graphql-armor words every rejection as a "Syntax Error"; these are limits, not syntax.
+function limitError(error: GraphQLError): GraphQLError {
+  return new GraphQLError(error.message.replace(/^Syntax Error: /, ''), {
+    nodes: error.nodes,
+    extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+  });
+}
+
+// Validation rules report (the request answers 400 with every problem found); the token limit
+// runs inside the parser, where throwing is the only way out.
+const report = [
+  (context: ValidationContext | null, error: GraphQLError) =>
+    context?.reportError(limitError(error)),
+];
+const reject = [
+  (_context: ValidationContext | null, error: GraphQLError) => {
+    throw limitError(error);
+  },
+];
+
+/**
+ * Depth, tokens, aliases, directives and cost, all checked before execution, so an abusive
+ * document costs one parse and one validation and never reaches a resolver or the upstream.
+ * Field suggestions ("Did you mean ...?") are hidden in production: they map the schema for
+ * anyone even when introspection is off.
+ */
+export function useLimits(config: Pick<Config, 'limits' | 'production'>): Plugin[] {
+  const { limits } = config;
+  const common = { exposeLimits: true, propagateOnRejection: false, onReject: report };
+  const plugins: Plugin[] = [
+    EnvelopArmorPlugin({
+      blockFieldSuggestion: { enabled: config.production, mask: '' },
+      maxTokens: { n: limits.maxTokens, exposeLimits: true, onReject: reject },
+      maxDepth: {
+        ...common,
+        n: limits.maxDepth,
+        flattenFragments: true,
+        ignoreIntrospection: true,
+      },
+      maxAliases: { ...common, n: limits.maxAliases },
+      maxDirectives: { ...common, n: limits.maxDirectives },
+      costLimit: {
+        ...common,
+        maxCost: limits.maxCost,
+        flattenFragments: true,
+        ignoreIntrospection: true,
+      },
+    }) as Plugin,
+  ];
+  if (!limits.introspection) {
+    plugins.push({
+      onValidate({ addValidationRule }) {
+        addValidationRule(NoSchemaIntrospectionCustomRule);
+      },
+    });
+  }
+  return plugins;
+}

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTokenMatcher } from '../../src/plugins/request/use-client-tokens.js';
+import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+
+const QUERY = '{ repositories(limit: 5) { total items { id } } }';
+type Ids = { repositories: { total: number; items: Array<{ id: string }> } };
+
+/** The ids the sandbox itself lists for a token: the ground truth of "this caller's data". */
+async function directIds(h: Harness, token: string): Promise<string[]> {
+  const response = await fetch(`${h.sandbox.url}/git/v1/repo?limit=5`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const body = (await response.json()) as { repositories: Array<{ id: string }> };
+  return body.repositories.map((repository) => repository.id);
+}
+
+describe('credentials, default mode', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+  beforeEach(() => {
+    h.sandbox.clearRequests();
+    h.sandbox.clearFaults();
+  });
+
+  it("forwards the caller's Authorization as it came, and none when none came", async () => {
+    await h.gql(QUERY, {}, { authorization: 'Bearer caller-token-1' });
+    await h.gql(QUERY);
+    const [first, second] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
+    expect(first?.headers.authorization).toBe('Bearer caller-token-1');
+    expect(second?.headers.authorization).toBeUndefined();
+  });
+
+  it('keeps two concurrent callers apart: each sees only its own account', async () => {
+    // Both requests are in flight at the same time, so any sharing would show.
+    h.sandbox.setFault('GET /git/v1/repo', { delayMs: 200, times: 20 });
+    const tokens = ['alice-token', 'bob-token', 'carol-token', 'dave-token'];
+    const answers = await Promise.all(
+      tokens.map((token) => h.gql<Ids>(QUERY, {}, { authorization: `Bearer ${token}` })),
+    );
+    for (const [index, token] of tokens.entries()) {
+      const ids = answers[index]?.data?.repositories.items.map((item) => item.id);
+      expect(ids).toEqual(await directIds(h, token));
+    }
+    expect(new Set(answers.map((a) => JSON.stringify(a.data))).size).toBe(tokens.length);
+  });
+});
+
+describe('credentials, service-key mode with CLIENT_TOKENS', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness({
+      config: {
+        upstream: { apiKey: 'facade-service-key' },
+        clientTokens: ['client-token-a', 'client-token-b'],
+      },
+    });
+  });
+  afterAll(() => h.close());
+  beforeEach(() => h.sandbox.clearRequests());
+
+  it('refuses a request without an accepted token before anything runs', async () => {
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Bearer wrong-token' },
+      { authorization: 'Bearer client-token-a-longer' },
+      { authorization: 'Basic Y2xpZW50LXRva2VuLWE6' },
+    ];
+    for (const headers of attempts) {
+      const response = await h.gql(QUERY, {}, headers);
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Bearer');
+      expect(response.errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
+      expect(JSON.stringify(response)).not.toMatch(/wrong-token|client-token/);
+    }
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+  });
+
+  it("sends the facade's key upstream, never the caller's token", async () => {
+    const response = await h.gql<Ids>(QUERY, {}, { authorization: 'Bearer client-token-b' });
+    expect(response.errors).toBeUndefined();
+    expect(response.data?.repositories.items.map((i) => i.id)).toEqual(
+      await directIds(h, 'facade-service-key'),
+    );
+    const [sent] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
+    expect(sent?.headers.authorization).toBe('Bearer facade-service-key');
+  });
+});
+
+describe('credentials, service-key mode with the anonymous opt-out', () => {
+  it("serves callers with the facade's key and forwards nothing of theirs", async () => {
+    const h = await createHarness({
+      config: { upstream: { apiKey: 'facade-service-key' }, allowAnonymousServiceKey: true },
+    });
+    try {
+      const response = await h.gql(QUERY, {}, { authorization: 'Bearer whoever' });
+      expect(response.errors).toBeUndefined();
+      const [sent] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
+      expect(sent?.headers.authorization).toBe('Bearer facade-service-key');
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('createTokenMatcher', () => {
+  it('accepts exactly the configured tokens', () => {
+    const accepts = createTokenMatcher(['alpha', 'beta-token']);
+    expect(accepts('alpha')).toBe(true);
+    expect(accepts('beta-token')).toBe(true);
+    for (const other of ['alph', 'alphaa', 'ALPHA', 'beta', '', undefined]) {
+      expect(accepts(other)).toBe(false);
+    }
+    expect(createTokenMatcher([])('anything')).toBe(false);
+  });
+});

@@ -1,0 +1,180 @@
+import { GraphQLError } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sandbox, startSandbox } from '../../sandbox/server.js';
+import { createApp } from '../../src/app.js';
+import { defaultConfig } from '../../src/config.js';
+import { createHealth } from '../../src/observability/health.js';
+import { createLogger, yogaLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { UpstreamClient } from '../../src/upstream/client.js';
+import { postGraphQL, upstreamRequests } from '../helpers/harness.js';
+
+type LogLine = Record<string, unknown> & { msg: string; level: string };
+
+/** An app wired as main.ts wires it, with its log lines captured instead of printed. */
+async function operableApp(sandbox: Sandbox) {
+  const lines: LogLine[] = [];
+  const raw: string[] = [];
+  const logger = createLogger('debug', {
+    write(line: string) {
+      raw.push(line);
+      lines.push(JSON.parse(line) as LogLine);
+    },
+  });
+  const config = defaultConfig();
+  const metrics = createMetrics();
+  const client = new UpstreamClient({
+    baseUrl: sandbox.url,
+    ...config.upstream,
+    onCall: (call) => metrics.observeUpstreamCall(call),
+  });
+  const health = createHealth();
+  const app = createApp({ config, client, logger, metrics, health });
+  return { app, client, health, lines, raw };
+}
+
+describe('operability', () => {
+  let sandbox: Sandbox;
+  let ctx: Awaited<ReturnType<typeof operableApp>>;
+  beforeAll(async () => {
+    sandbox = await startSandbox({ faults: true });
+    ctx = await operableApp(sandbox);
+  });
+  afterAll(async () => {
+    await ctx.client.close();
+    await sandbox.close();
+  });
+
+  it('answers /health and /readiness, and /readiness 503 once draining', async () => {
+    const health = createHealth();
+    const app = createApp({ config: defaultConfig(), client: ctx.client, health });
+    expect((await app.fetch('http://facade.test/health')).status).toBe(200);
+    expect((await app.fetch('http://facade.test/readiness')).status).toBe(200);
+    const before = await postGraphQL(app, '{ __typename }');
+    expect(before.headers.get('connection')).toBeNull();
+    health.startDraining();
+    expect((await app.fetch('http://facade.test/readiness')).status).toBe(503);
+    expect((await app.fetch('http://facade.test/health')).status).toBe(200);
+    // While draining, every answer closes its connection: keep-alive clients go elsewhere.
+    const during = await postGraphQL(app, '{ __typename }');
+    expect(during.data).toEqual({ __typename: 'Query' });
+    expect(during.headers.get('connection')).toBe('close');
+  });
+
+  it('can tie readiness to the upstream accepting connections', async () => {
+    const up = createHealth({ probeUrl: sandbox.url });
+    expect(await up.ready()).toBe(true);
+    const down = createHealth({ probeUrl: 'http://127.0.0.1:9', probeTimeoutMs: 500 });
+    expect(await down.ready()).toBe(false);
+  });
+
+  it('logs one JSON line per request, with its id, operation, upstream calls and codes', async () => {
+    ctx.lines.length = 0;
+    const ok = await postGraphQL(
+      ctx.app,
+      'query TwoPages { a: repositories(limit: 1) { total } b: repositories(limit: 1, offset: 40) { total } }',
+      {},
+      { authorization: 'Bearer very-secret-token-123', 'x-request-id': 'req-abc.1' },
+    );
+    expect(ok.errors).toBeUndefined();
+    expect(ok.headers.get('x-request-id')).toBe('req-abc.1');
+    const bad = await postGraphQL(ctx.app, 'query Broken { nope }');
+    expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+
+    const requests = ctx.lines.filter((line) => line.msg === 'request');
+    expect(requests).toHaveLength(2);
+    expect(requests[0]).toMatchObject({
+      level: 'info',
+      requestId: 'req-abc.1',
+      path: '/graphql',
+      status: 200,
+      operationName: 'TwoPages',
+      operationType: 'query',
+    });
+    expect(requests[0]?.upstreamCalls).toBeGreaterThanOrEqual(1);
+    expect(typeof requests[0]?.durationMs).toBe('number');
+    expect(requests[1]).toMatchObject({
+      requestId: bad.headers.get('x-request-id'),
+      operationName: 'Broken',
+      upstreamCalls: 0,
+      errors: ['GRAPHQL_VALIDATION_FAILED'],
+    });
+    expect(ctx.raw.join('\n')).not.toMatch(/very-secret-token-123|authorization/i);
+  });
+
+  it('forwards the request id upstream', async () => {
+    sandbox.clearRequests();
+    await postGraphQL(
+      ctx.app,
+      '{ repositories(limit: 1) { total } }',
+      {},
+      { 'x-request-id': 'trace-42' },
+    );
+    expect(upstreamRequests(sandbox, 'GET /git/v1/repo')[0]?.headers['x-request-id']).toBe(
+      'trace-42',
+    );
+  });
+
+  it('exposes operations, errors by code and upstream calls at /metrics', async () => {
+    sandbox.setFault('GET /git/v1/repo', { status: 500, times: 1 });
+    await postGraphQL(ctx.app, 'query Failing { repositories(limit: 1) { total } }');
+    for (let i = 0; i < 3; i++) {
+      await postGraphQL(ctx.app, 'query Listing { repositories(limit: 2) { total } }');
+    }
+    await postGraphQL(ctx.app, '{ a: __typename ');
+
+    const response = await ctx.app.fetch('http://facade.test/metrics');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/text\/plain/);
+    const text = await response.text();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
+
+    expect(
+      value(
+        /graphql_envelop_request_duration_count\{operationType="query",operationName="Listing"\} (\d+)/,
+      ),
+    ).toBe(3);
+    expect(value(/graphql_errors_total\{code="UPSTREAM_ERROR"\} (\d+)/)).toBe(1);
+    expect(value(/graphql_errors_total\{code="GRAPHQL_PARSE_FAILED"\} (\d+)/)).toBe(1);
+    expect(value(/upstream_calls_total\{route="GET \/git\/v1\/repo",status="500"\} (\d+)/)).toBe(1);
+    expect(
+      value(/upstream_calls_total\{route="GET \/git\/v1\/repo",status="200"\} (\d+)/),
+    ).toBeGreaterThanOrEqual(3);
+    expect(
+      value(
+        /upstream_call_duration_seconds_count\{route="GET \/git\/v1\/repo",status="200"\} (\d+)/,
+      ),
+    ).toBeGreaterThanOrEqual(3);
+  });
+
+  it('keeps operation-name labels bounded whatever names callers send', async () => {
+    for (let i = 0; i < 120; i++) await postGraphQL(ctx.app, `query Op${i} { __typename }`);
+    const text = await (await ctx.app.fetch('http://facade.test/metrics')).text();
+    const names = new Set(
+      [
+        ...text.matchAll(/^graphql_envelop_request_duration_count\{[^}]*operationName="([^"]+)"/gm),
+      ].map((m) => m[1]),
+    );
+    expect(names.size).toBeLessThanOrEqual(101);
+    expect(names.has('other')).toBe(true);
+  });
+
+  it("routes Yoga's own messages to the JSON log, a masked error with its original cause", () => {
+    const lines: LogLine[] = [];
+    const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line)) });
+    const original = new Error('database exploded');
+    yogaLogger(logger).error(
+      new GraphQLError('Internal server error', { originalError: original }),
+    );
+    yogaLogger(logger).debug('not at info level');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 'error', component: 'yoga', msg: 'database exploded' });
+    expect(JSON.stringify(lines[0]?.err)).toMatch(/database exploded/);
+  });
+
+  it('keeps each app on its own registry', () => {
+    const a = createMetrics();
+    const b = createMetrics();
+    expect(a.registry).not.toBe(b.registry);
+  });
+});

@@ -1,0 +1,204 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { type Config, defaultConfig } from '../../src/config.js';
+import { createRateLimiter, type RateLimiter } from '../../src/plugins/request/use-rate-limit.js';
+import { createHarness, type Harness, postGraphQL, upstreamRequests } from '../helpers/harness.js';
+import {
+  type FacadeProcess,
+  freePort,
+  post,
+  startFacade,
+  waitForPort,
+} from '../helpers/process.js';
+
+const QUERY = '{ repositories(limit: 1) { total } }';
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+describe('rate limits, in memory', () => {
+  let h: Harness;
+  let limiter: RateLimiter;
+  const appWith = (config: Partial<Config> = {}) =>
+    createApp({ config: { ...h.config, ...config }, client: h.client, rateLimiter: limiter });
+
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+  beforeEach(async () => {
+    h.sandbox.clearRequests();
+    limiter = (await createRateLimiter({
+      points: 3,
+      windowS: 60,
+      redisUrl: undefined,
+    })) as RateLimiter;
+  });
+
+  it('answers RATE_LIMITED with retryAfter, 429 and Retry-After past the budget', async () => {
+    const app = appWith();
+    for (let i = 0; i < 3; i++) {
+      expect((await postGraphQL(app, QUERY, {}, bearer('alice'))).errors).toBeUndefined();
+    }
+    h.sandbox.clearRequests();
+    const refused = await postGraphQL(app, QUERY, {}, bearer('alice'));
+    expect(refused.status).toBe(429);
+    expect(refused.errors?.[0]?.extensions.code).toBe('RATE_LIMITED');
+    const retryAfter = refused.errors?.[0]?.extensions.retryAfter;
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refused.headers.get('retry-after')).toBe(String(retryAfter));
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+
+    // Another client's budget is its own.
+    expect((await postGraphQL(app, QUERY, {}, bearer('bob'))).errors).toBeUndefined();
+  });
+
+  it('counts callers without a token by address (X-Forwarded-For only with TRUST_PROXY)', async () => {
+    const app = appWith({ rateLimit: { ...h.config.rateLimit, trustProxy: true } });
+    const from = (ip: string) =>
+      postGraphQL(app, QUERY, {}, { 'x-forwarded-for': `10.0.0.9, ${ip}` });
+    for (let i = 0; i < 3; i++) expect((await from('192.0.2.1')).status).toBe(200);
+    expect((await from('192.0.2.1')).status).toBe(429);
+    expect((await from('192.0.2.2')).status).toBe(200);
+  });
+
+  it("uses the socket's address behind node:http", async () => {
+    const server: Server = createServer(appWith());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = server.address();
+      const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/graphql`;
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await post(url, QUERY)).status);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('in service-key mode, counts unaccepted tokens by address: guessing is limited', async () => {
+    const app = appWith({
+      upstream: { ...h.config.upstream, apiKey: 'facade-key' },
+      clientTokens: ['good-token'],
+      rateLimit: { ...h.config.rateLimit, trustProxy: true },
+    });
+    const guess = (token: string) =>
+      postGraphQL(app, QUERY, {}, { ...bearer(token), 'x-forwarded-for': '198.51.100.7' });
+    const statuses: number[] = [];
+    for (const token of ['g1', 'g2', 'g3', 'g4']) statuses.push((await guess(token)).status);
+    expect(statuses).toEqual([401, 401, 401, 429]);
+    expect((await postGraphQL(app, QUERY, {}, bearer('good-token'))).status).toBe(200);
+  });
+
+  it('charges a batch one point per operation', async () => {
+    const app = appWith({ limits: { ...defaultConfig().limits, batchingLimit: 5 } });
+    const batch = (n: number) =>
+      app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer('batcher') },
+        body: JSON.stringify(Array.from({ length: n }, () => ({ query: QUERY }))),
+      });
+    expect((await batch(3)).status).toBe(200);
+    expect((await batch(1)).status).toBe(429);
+  });
+
+  it('falls back to memory counters while Redis is unreachable', async () => {
+    const port = await freePort();
+    const fallback = await createRateLimiter({
+      points: 2,
+      windowS: 60,
+      redisUrl: `redis://127.0.0.1:${port}`,
+    });
+    try {
+      expect(fallback?.store).toBe('redis');
+      expect(await fallback?.ready(200)).toBe(false);
+      const waits = [];
+      for (let i = 0; i < 3; i++) waits.push(await fallback?.consume('t:x'));
+      expect(waits.slice(0, 2)).toEqual([undefined, undefined]);
+      expect(waits[2]).toBeGreaterThanOrEqual(1);
+    } finally {
+      await fallback?.close();
+    }
+  });
+
+  it('is off with RATE_LIMIT_POINTS=0', async () => {
+    expect(
+      await createRateLimiter({ points: 0, windowS: 60, redisUrl: undefined }),
+    ).toBeUndefined();
+  });
+});
+
+const hasRedis = spawnSync('redis-server', ['--version']).status === 0;
+
+describe('rate limits in Redis, shared by two facade processes', () => {
+  it.runIf(!hasRedis && process.env.CI === 'true')('needs redis-server in CI', () => {
+    expect.fail('redis-server is not installed: .ci/run installs Debian\'s "redis-server"');
+  });
+
+  describe.skipIf(!hasRedis)('with a real redis-server', () => {
+    let redisProcess: ChildProcess | undefined;
+    let redis: Redis;
+    let redisUrl: string;
+    const facades: FacadeProcess[] = [];
+
+    beforeAll(async () => {
+      const port = await freePort();
+      redisProcess = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        {
+          stdio: 'ignore',
+        },
+      );
+      redisUrl = `redis://127.0.0.1:${port}`;
+      await waitForPort(port);
+      redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+      redis.on('error', () => {});
+      const env = { REDIS_URL: redisUrl, RATE_LIMIT_POINTS: '5', RATE_LIMIT_WINDOW_S: '60' };
+      facades.push(...(await Promise.all([startFacade(env), startFacade(env)])));
+    }, 60_000);
+
+    afterAll(async () => {
+      await Promise.all(facades.map((facade) => facade.stop(5_000)));
+      redis?.disconnect();
+      if (redisProcess && redisProcess.exitCode === null) {
+        redisProcess.kill('SIGTERM');
+        await Promise.race([
+          new Promise((resolve) => redisProcess?.once('exit', resolve)),
+          sleep(5_000),
+        ]);
+        if (redisProcess.exitCode === null) redisProcess.kill('SIGKILL');
+      }
+    }, 30_000);
+
+    it('gives one client one budget across both replicas', async () => {
+      const [a, b] = facades as [FacadeProcess, FacadeProcess];
+      // The start-up line about Redis comes once Redis answered, after the listening line.
+      await expect
+        .poll(() => a.lines.some((line) => line.store === 'redis'), { timeout: 5_000 })
+        .toBe(true);
+      const statuses: number[] = [];
+      for (const facade of [a, b, a, b, a]) {
+        statuses.push((await post(facade.url, QUERY, bearer('shared-client'))).status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200]);
+      const sixth = await post(b.url, QUERY, bearer('shared-client'));
+      expect(sixth.status).toBe(429);
+      expect(
+        (sixth.body.errors as Array<{ extensions: { code: string } }>)[0]?.extensions.code,
+      ).toBe('RATE_LIMITED');
+      expect((await post(a.url, QUERY, bearer('shared-client'))).status).toBe(429);
+      expect((await post(a.url, QUERY, bearer('another-client'))).status).toBe(200);
+    });
+
+    it('keeps hashed keys in Redis, never a raw token', async () => {
+      const keys = await redis.keys('*');
+      expect(keys.length).toBeGreaterThan(0);
+      expect(keys.join('\n')).not.toMatch(/shared-client|another-client/);
+    });
+  });
+});

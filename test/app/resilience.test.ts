@@ -1,0 +1,233 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Fault } from '../../sandbox/server.js';
+import { createApp } from '../../src/app.js';
+import { defaultConfig } from '../../src/config.js';
+import { type CompletedCall, UpstreamClient } from '../../src/upstream/client.js';
+import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+
+const LIST = '{ repositories(limit: 3) { total items { id } } }';
+const ROUTE = 'GET /git/v1/repo';
+const TIMEOUT_MS = 400;
+
+async function timed<T>(run: () => Promise<T>) {
+  const started = performance.now();
+  const result = await run();
+  return { result, ms: performance.now() - started };
+}
+
+describe('upstream faults', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness({
+      config: {
+        upstream: {
+          timeoutMs: TIMEOUT_MS,
+          maxResponseBytes: 64 * 1024,
+          retries: 0,
+          breakerThreshold: 0,
+        },
+      },
+    });
+  });
+  afterAll(() => h.close());
+  beforeEach(() => {
+    h.sandbox.clearFaults();
+    h.sandbox.clearRequests();
+  });
+
+  const cases: Array<[string, Fault, string]> = [
+    ['a delay past the deadline', { delayMs: 3_000 }, 'UPSTREAM_TIMEOUT'],
+    ['a body that is not JSON', { notJson: true }, 'UPSTREAM_BAD_RESPONSE'],
+    ['a body cut off mid-way', { truncate: true }, 'UPSTREAM_BAD_RESPONSE'],
+    ['a connection reset', { reset: true }, 'UPSTREAM_UNAVAILABLE'],
+    ['an oversized body', { oversizeBytes: 1024 * 1024 }, 'UPSTREAM_BAD_RESPONSE'],
+  ];
+  for (const [what, fault, code] of cases) {
+    it(`answers ${what} with ${code} in time, and recovers`, async () => {
+      h.sandbox.setFault(ROUTE, fault);
+      const { result, ms } = await timed(() => h.gql(LIST));
+      expect(result.errors?.[0]?.extensions.code).toBe(code);
+      expect(result.errors?.[0]?.extensions.upstream).toMatchObject({
+        message: expect.any(String),
+      });
+      expect(ms).toBeLessThan(TIMEOUT_MS + 1_000);
+      h.sandbox.clearFaults();
+      const next = await h.gql(LIST);
+      expect(next.errors).toBeUndefined();
+    });
+  }
+
+  it('answers a closed port with UPSTREAM_UNAVAILABLE in time', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const broken = await createHarness({
+      upstreamUrl: `http://127.0.0.1:${port}`,
+      config: { upstream: { timeoutMs: TIMEOUT_MS } },
+    });
+    try {
+      const { result, ms } = await timed(() => broken.gql(LIST));
+      expect(result.errors?.[0]?.extensions).toEqual({
+        code: 'UPSTREAM_UNAVAILABLE',
+        upstream: { message: 'The upstream could not be reached (ECONNREFUSED)' },
+      });
+      expect(ms).toBeLessThan(TIMEOUT_MS + 1_000);
+    } finally {
+      await broken.close();
+    }
+  });
+});
+
+describe('retries', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness({
+      config: { upstream: { timeoutMs: 1_500, retries: 2, breakerThreshold: 0 } },
+    });
+  });
+  afterAll(() => h.close());
+  beforeEach(() => {
+    h.sandbox.clearFaults();
+    h.sandbox.clearRequests();
+  });
+
+  it('retries a read after 502, 503, 504 and a reset, then succeeds', async () => {
+    for (const fault of [
+      { status: 502 },
+      { status: 503 },
+      { status: 504 },
+      { reset: true },
+    ] as Fault[]) {
+      h.sandbox.clearRequests();
+      h.sandbox.setFault(ROUTE, { ...fault, times: 2 });
+      const result = await h.gql(LIST);
+      expect(result.errors).toBeUndefined();
+      expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(3);
+    }
+  });
+
+  it('gives up after the configured number of retries', async () => {
+    h.sandbox.setFault(ROUTE, { status: 503, body: { message: 'down' } });
+    const result = await h.gql(LIST);
+    expect(result.errors?.[0]?.extensions.code).toBe('UPSTREAM_ERROR');
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(3);
+  });
+
+  it('does not retry a 500 or a 4xx', async () => {
+    h.sandbox.setFault(ROUTE, { status: 500, body: { message: 'bug' }, times: 1 });
+    expect((await h.gql(LIST)).errors?.[0]?.extensions.code).toBe('UPSTREAM_ERROR');
+    h.sandbox.setFault(ROUTE, { status: 400, body: { message: 'bad' }, times: 1 });
+    expect((await h.gql(LIST)).errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(2);
+  });
+
+  it('honours Retry-After, but never past the deadline', async () => {
+    h.sandbox.setFault(ROUTE, {
+      status: 429,
+      headers: { 'retry-after': '1' },
+      body: { message: 'later' },
+      times: 1,
+    });
+    const waited = await timed(() => h.gql(LIST));
+    expect(waited.result.errors).toBeUndefined();
+    expect(waited.ms).toBeGreaterThanOrEqual(950);
+
+    h.sandbox.setFault(ROUTE, {
+      status: 429,
+      headers: { 'retry-after': '30' },
+      body: { message: 'much later' },
+      times: 1,
+    });
+    const refused = await timed(() => h.gql(LIST));
+    expect(refused.result.errors?.[0]?.extensions).toMatchObject({
+      code: 'RATE_LIMITED',
+      retryAfter: 30,
+    });
+    expect(refused.ms).toBeLessThan(1_500);
+  });
+
+  it('never retries a POST or a PUT', async () => {
+    h.sandbox.setFault('POST /ephemeral/v1/dev-servers', {
+      status: 503,
+      body: { response: 'busy' },
+      times: 1,
+    });
+    const dev = await h.gql('mutation { requestDevServer(input: {}) { isNew } }');
+    expect(dev.errors?.[0]?.extensions.code).toBe('UPSTREAM_ERROR');
+    h.sandbox.setFault('PUT /domains/v1/verifications', { reset: true, times: 1 });
+    const verify = await h.gql(
+      'mutation { verifyDomain(input: { domain: "example.com" }) { verified } }',
+    );
+    expect(verify.errors?.[0]?.extensions.code).toBe('UPSTREAM_UNAVAILABLE');
+    expect(upstreamRequests(h.sandbox, 'POST /ephemeral/v1/dev-servers')).toHaveLength(1);
+    expect(upstreamRequests(h.sandbox, 'PUT /domains/v1/verifications')).toHaveLength(1);
+  });
+});
+
+describe('circuit breaker', () => {
+  it('fails fast while the upstream keeps failing, then recovers by itself', async () => {
+    const h = await createHarness({
+      config: { upstream: { retries: 0, breakerThreshold: 3, breakerCooldownMs: 300 } },
+    });
+    try {
+      h.sandbox.setFault(ROUTE, { status: 503, body: { message: 'down' } });
+      for (let i = 0; i < 3; i++)
+        expect((await h.gql(LIST)).errors?.[0]?.extensions.code).toBe('UPSTREAM_ERROR');
+      const open = await h.gql(LIST);
+      expect(open.errors?.[0]?.extensions.code).toBe('UPSTREAM_UNAVAILABLE');
+      expect(open.errors?.[0]?.message).toContain('paused');
+      expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(3);
+
+      h.sandbox.clearFaults();
+      await new Promise((resolve) => setTimeout(resolve, 350));
+      expect((await h.gql(LIST)).errors).toBeUndefined();
+      expect((await h.gql(LIST)).errors).toBeUndefined();
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('a client that goes away', () => {
+  let h: Harness;
+  let server: Server;
+  let calls: CompletedCall[];
+  beforeAll(async () => {
+    h = await createHarness();
+    calls = [];
+    const config = defaultConfig();
+    const client = new UpstreamClient({
+      baseUrl: h.sandbox.url,
+      ...config.upstream,
+      onCall: (c) => calls.push(c),
+    });
+    server = createServer(createApp({ config, client, logError: () => {} }));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await h.close();
+  });
+
+  it('aborts its in-flight upstream read', async () => {
+    h.sandbox.setFault(ROUTE, { delayMs: 5_000, times: 1 });
+    const { port } = server.address() as AddressInfo;
+    const abort = new AbortController();
+    const pending = fetch(`http://127.0.0.1:${port}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: LIST }),
+      signal: abort.signal,
+    }).catch(() => 'aborted');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    abort.abort();
+    expect(await pending).toBe('aborted');
+    await expect.poll(() => calls.length, { timeout: 2_000 }).toBe(1);
+    expect(calls[0]?.outcome).toBe('UPSTREAM_UNAVAILABLE');
+    expect(calls[0]?.durationMs).toBeLessThan(2_000);
+  });
+});

@@ -1,0 +1,278 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { getIntrospectionQuery } from 'graphql';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { type Config, defaultConfig } from '../../src/config.js';
+import { createHarness, type Harness, postGraphQL, upstreamRequests } from '../helpers/harness.js';
+
+const REPOS = '{ repositories(limit: 2) { items { id } } }';
+const FULL_PAGE = `repositoriesConnection(first: 100) { totalCount
+  pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+  edges { cursor node { id defaultBranch branches { name target isDefault }
+    branch(name: "main") { name target isDefault } tags { name target message }
+    tag(name: "v1") { name target message } } } }`;
+
+const withLimits = (limits: Partial<Config['limits']>, rest: Partial<Config> = {}) => ({
+  ...rest,
+  limits: { ...defaultConfig().limits, ...limits },
+});
+
+/** An app with `config` over the harness's sandbox, for settings the harness's app lacks. */
+function appWith(h: Harness, config: Partial<Config>) {
+  return createApp({ config: { ...h.config, ...config }, client: h.client, logError: () => {} });
+}
+
+describe('limits', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+  beforeEach(() => h.sandbox.clearRequests());
+
+  const expectRefused = (
+    response: Awaited<ReturnType<Harness['gql']>>,
+    code: string,
+    message: RegExp,
+  ) => {
+    expect(response.errors?.[0]?.extensions.code).toBe(code);
+    expect(response.errors?.[0]?.message).toMatch(message);
+    expect(response.data ?? undefined).toBeUndefined();
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+  };
+
+  it('refuses a document deeper than MAX_DEPTH (default 10)', async () => {
+    // Introspection nests without end; `__type` is not exempt, only `__schema`.
+    const deep = `{ __type(name: "Query") { ${'fields { type { '.repeat(5)}name${' } }'.repeat(5)} } }`;
+    const response = await h.gql(deep);
+    expect(response.status).toBe(400);
+    expectRefused(response, 'GRAPHQL_VALIDATION_FAILED', /depth limit of 10 exceeded/i);
+  });
+
+  it('refuses a document of more than MAX_TOKENS tokens (default 2000)', async () => {
+    const response = await h.gql(`{ repositories { items { ${'id '.repeat(2100)} } } }`);
+    expect(response.status).toBe(400);
+    expectRefused(response, 'GRAPHQL_VALIDATION_FAILED', /token limit of 2000 exceeded/i);
+  });
+
+  it('refuses more than MAX_ALIASES aliases (default 15) and allows five of one field', async () => {
+    const aliases = (n: number) =>
+      `{ ${Array.from({ length: n }, (_, i) => `a${i}: repositories(limit: 1) { total }`).join(' ')} }`;
+    const refused = await h.gql(aliases(16));
+    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /aliases limit of 15 exceeded/i);
+
+    const five = await h.gql(aliases(5));
+    expect(five.errors).toBeUndefined();
+    expect(Object.keys(five.data ?? {})).toHaveLength(5);
+  });
+
+  it('refuses more than MAX_DIRECTIVES directives (default 50)', async () => {
+    const response = await h.gql(`{ repositories { total ${'@include(if: true) '.repeat(51)} } }`);
+    expectRefused(response, 'GRAPHQL_VALIDATION_FAILED', /directives limit of 50 exceeded/i);
+  });
+
+  it('refuses a document above MAX_COST (default 25000) and allows a full page of 100', async () => {
+    const refused = await h.gql(`{ a: ${FULL_PAGE} b: ${FULL_PAGE} c: ${FULL_PAGE} }`);
+    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /cost limit of 25000 exceeded/i);
+
+    const page = await h.gql(`{ ${FULL_PAGE} }`);
+    expect(page.errors).toBeUndefined();
+  });
+
+  it('uses the configured limits, not only the defaults', async () => {
+    const app = appWith(h, withLimits({ maxDepth: 2, maxAliases: 0 }));
+    const deep = await postGraphQL(app, '{ repositories { items { id } } }');
+    expectRefused(deep, 'GRAPHQL_VALIDATION_FAILED', /depth limit of 2 exceeded, found 3/i);
+    const alias = await postGraphQL(app, '{ a: repositories { total } }');
+    expectRefused(alias, 'GRAPHQL_VALIDATION_FAILED', /aliases limit of 0 exceeded/i);
+  });
+
+  it("answers GraphiQL's introspection query under the default limits", async () => {
+    const query = getIntrospectionQuery({
+      descriptions: true,
+      specifiedByUrl: true,
+      directiveIsRepeatable: true,
+      schemaDescription: true,
+      inputValueDeprecation: true,
+    });
+    const response = await h.gql<{ __schema: { types: unknown[] } }>(query);
+    expect(response.errors).toBeUndefined();
+    expect(response.data?.__schema.types.length).toBeGreaterThan(10);
+  });
+
+  it('turns introspection off with INTROSPECTION=false', async () => {
+    const app = appWith(h, withLimits({ introspection: false }));
+    const response = await postGraphQL(app, '{ __schema { types { name } } }');
+    expectRefused(response, 'GRAPHQL_VALIDATION_FAILED', /introspection has been disabled/i);
+    const typename = await postGraphQL(app, '{ __typename }');
+    expect(typename.data).toEqual({ __typename: 'Query' });
+  });
+
+  it('hides field suggestions in production only', async () => {
+    const dev = await h.gql('{ repositories { totl } }');
+    expect(dev.errors?.[0]?.message).toMatch(/Did you mean "total"/);
+
+    const app = appWith(h, { production: true });
+    const prod = await postGraphQL(app, '{ repositories { totl } }');
+    expect(prod.errors?.[0]?.extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(prod.errors?.[0]?.message).not.toMatch(/Did you mean|total"/);
+  });
+
+  it('answers 413 to a body above MAX_BODY_BYTES, before parsing it', async () => {
+    const app = appWith(h, withLimits({ maxBodyBytes: 1024 }));
+    const response = await postGraphQL(app, `{ repositories { total } } # ${'x'.repeat(2000)}`);
+    expect(response.status).toBe(413);
+    expectRefused(response, 'BAD_USER_INPUT', /too large/i);
+  });
+
+  it('answers 413 to a declared Content-Length above MAX_BODY_BYTES over real HTTP', async () => {
+    const app = appWith(h, withLimits({ maxBodyBytes: 1024 }));
+    const server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const post = (query: string) =>
+        fetch(`http://127.0.0.1:${port}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query }),
+        });
+      expect((await post(`{ repositories { total } } # ${'x'.repeat(2000)}`)).status).toBe(413);
+      expect((await post('{ repositories { total } }')).status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('refuses batched requests unless BATCHING_LIMIT allows them', async () => {
+    const batch = (app: ReturnType<typeof createApp>, n: number) =>
+      app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(Array.from({ length: n }, () => ({ query: REPOS }))),
+      });
+    const off = await batch(h.app, 2);
+    expect(off.status).toBe(400);
+    const body = (await off.json()) as {
+      errors: Array<{ message: string; extensions: { code: string } }>;
+    };
+    expect(body.errors[0]?.extensions.code).toBe('BAD_USER_INPUT');
+    expect(body.errors[0]?.message).toMatch(/batching is not supported/i);
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+
+    const on = appWith(h, withLimits({ batchingLimit: 2 }));
+    const two = await batch(on, 2);
+    expect(((await two.json()) as unknown[]).length).toBe(2);
+    const three = await batch(on, 3);
+    expect(three.status).toBe(413);
+  });
+});
+
+describe('CSRF and CORS', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+  beforeEach(() => h.sandbox.clearRequests());
+
+  const get = (app: ReturnType<typeof createApp>, headers: Record<string, string> = {}) =>
+    app.fetch(`http://facade.test/graphql?query=${encodeURIComponent(REPOS)}`, { headers });
+
+  it('refuses a GET without a CSRF header, and a form POST, before anything runs', async () => {
+    const response = await get(h.app);
+    expect(response.status).toBe(403);
+    const body = (await response.json()) as { errors: Array<{ extensions: { code: string } }> };
+    expect(body.errors[0]?.extensions.code).toBe('BAD_USER_INPUT');
+
+    const form = await h.app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `query=${encodeURIComponent(REPOS)}`,
+    });
+    expect(form.status).toBe(403);
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+  });
+
+  it('accepts a GET with x-graphql-csrf and a JSON POST (what GraphiQL sends)', async () => {
+    const response = await get(h.app, { 'x-graphql-csrf': '1' });
+    expect(response.status).toBe(200);
+    const post = await h.gql(REPOS);
+    expect(post.errors).toBeUndefined();
+  });
+
+  it('sends no CORS headers to another origin by default, preflight included', async () => {
+    const cross = await h.app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
+      body: JSON.stringify({ query: REPOS }),
+    });
+    expect(cross.headers.get('access-control-allow-origin')).toBeNull();
+    expect(cross.headers.get('access-control-allow-credentials')).toBeNull();
+    const preflight = await h.app.fetch('http://facade.test/graphql', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('allows exactly the CORS_ORIGINS, without credentials', async () => {
+    const app = appWith(h, { corsOrigins: ['https://app.example.com'] });
+    const preflight = await app.fetch('http://facade.test/graphql', {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+      },
+    });
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/authorization/);
+    expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
+
+    const other = await app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
+      body: JSON.stringify({ query: REPOS }),
+    });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('no shared caching', () => {
+  it('never serves one caller the answer fetched for another, even when it says public', async () => {
+    const h = await createHarness();
+    try {
+      h.sandbox.setFault('GET /git/v1/repo', {
+        headers: { 'cache-control': 'public, max-age=60' },
+      });
+      const query = '{ repositories(limit: 3) { items { id } } }';
+      type Ids = { repositories: { items: Array<{ id: string }> } };
+      const a = await h.gql<Ids>(query, {}, { authorization: 'Bearer alice' });
+      const b = await h.gql<Ids>(query, {}, { authorization: 'Bearer bob' });
+      expect(a.data?.repositories.items).toHaveLength(3);
+      expect(b.data?.repositories.items).not.toEqual(a.data?.repositories.items);
+      expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')).toHaveLength(2);
+      expect(a.headers.get('cache-control')).toBe('private, no-store');
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('has no HTTP cache interceptor anywhere in the facade', () => {
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory() ? files(join(dir, entry.name)) : [join(dir, entry.name)],
+      );
+    const offenders = files('src')
+      .filter((file) => file.endsWith('.ts') && !file.includes('sandbox'))
+      .filter((file) =>
+        /interceptors\s*\.\s*cache|cacheStores|new\s+CacheStore/.test(readFileSync(file, 'utf8')),
+      );
+    expect(offenders).toEqual([]);
+  });
+});

@@ -1,0 +1,226 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { catalogTypeDefs, createCatalogApp, ownerOf } from '../../examples/catalog-subgraph.js';
+import {
+  CompositionFailedError,
+  composeSupergraph,
+  type SubgraphSource,
+} from '../../scripts/supergraph.js';
+import { type Gateway, type Listening, listen, startGateway } from '../helpers/gateway.js';
+import { createHarness, type GraphQLResponse, type Harness } from '../helpers/harness.js';
+
+const WAIT_MS = 10_000;
+const HEADERS = { authorization: 'Bearer federation-test', 'x-request-id': 'federation-test-1' };
+
+async function post<T = Record<string, unknown>>(
+  url: string,
+  query: string,
+  variables?: Record<string, unknown>,
+) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json',
+      ...HEADERS,
+    },
+    body: JSON.stringify({ query, variables }),
+    signal: AbortSignal.timeout(WAIT_MS),
+  });
+  return {
+    status: response.status,
+    ...((await response.json()) as Omit<GraphQLResponse<T>, 'status' | 'headers'>),
+  };
+}
+
+async function fetchSdl(url: string): Promise<string> {
+  const { data } = await post<{ _service: { sdl: string } }>(url, '{ _service { sdl } }');
+  if (!data) throw new Error(`no _service { sdl } from ${url}`);
+  return data._service.sdl;
+}
+
+describe('federation', () => {
+  let harness: Harness;
+  let facade: Listening;
+  let catalog: Listening;
+  let gateway: Gateway;
+  let subgraphs: SubgraphSource[];
+
+  beforeAll(async () => {
+    harness = await createHarness();
+    facade = await listen(harness.app);
+    catalog = await listen(createCatalogApp());
+    // Composed from what the running subgraphs answer, as a gateway polling them would.
+    subgraphs = [
+      { name: 'facade', url: facade.url, sdl: await fetchSdl(facade.url) },
+      { name: 'catalog', url: catalog.url, sdl: await fetchSdl(catalog.url) },
+    ];
+    gateway = await startGateway(composeSupergraph(subgraphs));
+  });
+
+  afterAll(async () => {
+    await Promise.allSettled([gateway?.close(), catalog?.close(), facade?.close()]);
+    await harness?.close();
+  });
+
+  /** Runs one operation and returns its answer with the upstream requests it caused. */
+  async function upstreamSeen(url: string, query: string) {
+    harness.sandbox.clearRequests();
+    const answer = await post(url, query);
+    const seen = harness.sandbox.requests().map(({ method, path, query, body, headers }) => ({
+      route: `${method} ${path}`,
+      query,
+      body,
+      authorization: headers.authorization,
+      requestId: headers['x-request-id'],
+    }));
+    return { answer, seen };
+  }
+
+  it('answers _service { sdl } with keys that say the facade cannot fetch by key', () => {
+    const sdl = subgraphs[0]?.sdl ?? '';
+    expect(sdl).toContain(
+      '@link(url: "https://specs.apollo.dev/federation/v2.6", import: ["@key"])',
+    );
+    expect(sdl).toMatch(/type Repository\s+@key\(fields: "id", resolvable: false\)/);
+    expect(sdl).toMatch(/type DomainVerification\s+@key\(fields: "id", resolvable: false\)/);
+    // Nothing is resolvable by key, so there is no `_entities` for a gateway to call.
+    expect(sdl).not.toContain('_entities');
+  });
+
+  it('runs a query spanning both subgraphs with the upstream requests of the facade alone', async () => {
+    const direct = await upstreamSeen(
+      facade.url,
+      '{ repositories(limit: 3) { total items { id defaultBranch } } }',
+    );
+    const { answer, seen } = await upstreamSeen(
+      gateway.url,
+      '{ repositories(limit: 3) { total items { id defaultBranch owner { name channel } } } teams { name } }',
+    );
+    expect(answer.errors).toBeUndefined();
+    const data = answer.data as {
+      repositories: { items: Array<{ id: string; owner: { name: string } }> };
+      teams: Array<{ name: string }>;
+    };
+    expect(data.repositories.items).toHaveLength(3);
+    for (const item of data.repositories.items) expect(item.owner.name).toBe(ownerOf(item.id).name);
+    expect(data.teams.length).toBeGreaterThan(0);
+    expect(direct.seen).toHaveLength(1);
+    expect(seen).toEqual(direct.seen);
+    // The gateway forwarded the caller's credentials and request id.
+    expect(seen[0]).toMatchObject({
+      authorization: HEADERS.authorization,
+      requestId: HEADERS['x-request-id'],
+    });
+  });
+
+  const mutations = [
+    {
+      name: 'createDomainVerification',
+      query: (extra = '') =>
+        `mutation { createDomainVerification(input: { domain: "Federation.Example.COM" }) { id domain dnsRecord { name } ${extra} } }`,
+      // Spans both subgraphs: the catalog adds its field to the facade's entity.
+      extra: 'changeTicket',
+      check: (result: Record<string, unknown>) =>
+        expect(result.changeTicket).toBe(`CHG-${String(result.id)}`),
+    },
+    {
+      name: 'verifyDomain',
+      // Never created: the upstream answers 404 at once, which the facade reports as not verified.
+      query: () =>
+        'mutation { verifyDomain(input: { domain: "never-created.example" }) { domain verified message } }',
+      check: (result: Record<string, unknown>) => expect(result).toMatchObject({ verified: false }),
+    },
+    {
+      name: 'requestDevServer',
+      query: () =>
+        'mutation { requestDevServer(input: { repoId: "repo-1", ports: [{ port: 443, targetPort: 3000 }], envVars: [{ name: "A", value: "1" }] }) { ephemeralUrl isNew } }',
+      check: (result: Record<string, unknown>) => expect(typeof result.ephemeralUrl).toBe('string'),
+    },
+  ];
+
+  it.each(mutations)(
+    'runs $name through the gateway with the upstream requests of the facade alone',
+    async (mutation) => {
+      const direct = await upstreamSeen(facade.url, mutation.query());
+      const { answer, seen } = await upstreamSeen(gateway.url, mutation.query(mutation.extra));
+      expect(answer.errors).toBeUndefined();
+      const data = (answer.data ?? {}) as Record<string, Record<string, unknown> | undefined>;
+      mutation.check(data[mutation.name] ?? {});
+      expect(direct.seen).toHaveLength(1);
+      expect(seen).toEqual(direct.seen);
+    },
+  );
+
+  it('passes the facade’s validation errors through with their code and path, and calls nothing upstream', async () => {
+    const { answer, seen } = await upstreamSeen(
+      gateway.url,
+      'mutation { requestDevServer(input: { ports: [{ port: 80, targetPort: 3000 }] }) { ephemeralUrl } }',
+    );
+    expect(answer.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+    expect(answer.errors?.[0]?.message).toContain('input.ports[0].port');
+    expect(seen).toEqual([]);
+  });
+
+  it('fails with composition’s own errors when a subgraph needs what the facade cannot fetch by key', () => {
+    // A subgraph that returns repositories of its own would need the facade to resolve them by id.
+    const greedy = catalogTypeDefs.replace(
+      'teams: [Team!]!',
+      'teams: [Team!]!\n  favourite: Repository',
+    );
+    const attempt = () =>
+      composeSupergraph([
+        subgraphs[0] as SubgraphSource,
+        { name: 'catalog', url: catalog.url, sdl: greedy },
+      ]);
+    expect(attempt).toThrow(CompositionFailedError);
+    try {
+      attempt();
+    } catch (error) {
+      const codes = (error as CompositionFailedError).errors.map((e) => e.extensions.code);
+      expect(codes).toContain('SATISFIABILITY_ERROR');
+      expect((error as Error).message).toContain('SATISFIABILITY_ERROR');
+    }
+  });
+
+  it('`npm run supergraph` writes a supergraph of the facade and the catalog', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'supergraph-'));
+    const out = join(dir, 'supergraph.graphql');
+    try {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', 'scripts/supergraph.ts', '--out', out],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const code = await new Promise<number | null>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          reject(new Error(`scripts/supergraph.ts took over 20 s: ${stderr}`));
+        }, 20_000);
+        child.on('exit', (exitCode) => {
+          clearTimeout(timer);
+          resolve(exitCode);
+        });
+      });
+      expect(code, stderr).toBe(0);
+      const supergraph = readFileSync(out, 'utf8');
+      expect(supergraph).toContain(
+        'FACADE @join__graph(name: "facade", url: "http://localhost:4000/graphql")',
+      );
+      expect(supergraph).toContain(
+        'CATALOG @join__graph(name: "catalog", url: "http://localhost:4001/graphql")',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});

@@ -1,0 +1,173 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { type FacadeProcess, post, runFacade, startFacade } from '../helpers/process.js';
+
+const REPOS = 'query Repos { repositories(limit: 3) { total items { id defaultBranch } } }';
+
+describe('the process, as `npm start` runs it', () => {
+  let facade: FacadeProcess;
+  beforeAll(async () => {
+    facade = await startFacade({ PORT: '0' });
+  }, 40_000);
+  afterAll(() => facade?.stop(5_000));
+
+  it('serves on port 4000 by default', () => {
+    expect(loadConfig({}).port).toBe(4000);
+  });
+
+  it('says where it listens and that it fronts the built-in sandbox, in its first lines', () => {
+    const [first, second] = facade.lines;
+    expect(first?.msg).toMatch(/GraphQL facade listening on http:\/\/localhost:\d+\/graphql/);
+    expect(first?.level).toBe('info');
+    expect(second?.msg).toMatch(/built-in sandbox at http:\/\/127\.0\.0\.1:\d+/);
+    expect(facade.sandboxUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  it('answers repositories over HTTP, with a request id and one log line', async () => {
+    const response = await post(facade.url, REPOS, {
+      authorization: 'Bearer e2e-secret-token',
+      'x-request-id': 'e2e-1',
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-request-id')).toBe('e2e-1');
+    const data = response.body.data as { repositories: { total: number; items: unknown[] } };
+    expect(data.repositories.total).toBe(50);
+    expect(data.repositories.items).toHaveLength(3);
+
+    await sleep(100);
+    const line = facade.lines.find((l) => l.requestId === 'e2e-1');
+    expect(line).toMatchObject({
+      msg: 'request',
+      operationName: 'Repos',
+      status: 200,
+      upstreamCalls: 1,
+    });
+    expect(facade.stdout()).not.toContain('e2e-secret-token');
+  });
+
+  it('serves /health, /readiness and /metrics', async () => {
+    const base = facade.url.replace('/graphql', '');
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    expect((await fetch(`${base}/readiness`)).status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/upstream_calls_total\{route="GET \/git\/v1\/repo",status="200"\} \d+/);
+    expect(metrics).toMatch(/process_resident_memory_bytes/);
+  });
+});
+
+describe('configuration errors', () => {
+  it('stops start-up with one stderr line naming the variable, and a non-zero exit', async () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ MAX_DEPTH: 'deep' }, /^Invalid configuration: MAX_DEPTH: must be a whole number/],
+      [{ REDIS_URL: 'http://user:hunter2@cache:6379' }, /^Invalid configuration: REDIS_URL: /],
+      [
+        { UPSTREAM_API_KEY: 'key-hunter2' },
+        /^Invalid configuration: UPSTREAM_API_KEY: .*CLIENT_TOKENS/,
+      ],
+    ];
+    const results = await Promise.all(cases.map(([env]) => runFacade(env)));
+    for (const [index, [env, pattern]] of cases.entries()) {
+      const result = results[index];
+      expect(result?.status, JSON.stringify(env)).not.toBe(0);
+      const lines = result?.stderr.trimEnd().split('\n') ?? [];
+      expect(lines, JSON.stringify(env)).toHaveLength(1);
+      expect(lines[0]).toMatch(pattern);
+      // Secrets are never echoed, not even to say they are wrong.
+      expect(result?.stderr).not.toContain('hunter2');
+      expect(result?.stdout).toBe('');
+    }
+  }, 60_000);
+
+  it('names the variable for every kind of bad value', () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ PORT: '70000' }, 'PORT'],
+      [{ RATE_LIMIT_POINTS: '-1' }, 'RATE_LIMIT_POINTS'],
+      [{ RATE_LIMIT_WINDOW_S: '0' }, 'RATE_LIMIT_WINDOW_S'],
+      [{ MAX_BODY_BYTES: '1e6' }, 'MAX_BODY_BYTES'],
+      [{ INTROSPECTION: 'maybe' }, 'INTROSPECTION'],
+      [{ CORS_ORIGINS: 'https://ok.example,https://bad.example/path' }, 'CORS_ORIGINS'],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+      [{ SHUTDOWN_GRACE_MS: 'soon' }, 'SHUTDOWN_GRACE_MS'],
+    ];
+    for (const [env, name] of cases) {
+      expect(() => loadConfig(env)).toThrow(new RegExp(`^${name}: `));
+    }
+    const ok = loadConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:5173' });
+    expect(ok.corsOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
+  });
+
+  it('logs service-key mode without a client check loudly', async () => {
+    const facade = await startFacade({
+      UPSTREAM_API_KEY: 'svc-key-xyz',
+      ALLOW_ANONYMOUS_SERVICE_KEY: 'true',
+    });
+    try {
+      const warning = facade.lines.find((line) => line.level === 'warn');
+      expect(warning?.msg).toMatch(/SERVICE-KEY MODE WITHOUT A CLIENT CHECK/);
+      expect(facade.stdout()).not.toContain('svc-key-xyz');
+    } finally {
+      await facade.stop(5_000);
+    }
+  }, 40_000);
+});
+
+describe('shutdown on SIGTERM', () => {
+  const slowUpstream = async (facade: FacadeProcess, delayMs: number) => {
+    const response = await fetch(`${facade.sandboxUrl}/__sandbox/faults/GET/git/v1/repo`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ delayMs }),
+    });
+    expect(response.status).toBe(204);
+  };
+
+  it('stops accepting, lets the request in flight finish, then exits 0', async () => {
+    const facade = await startFacade({ SANDBOX_FAULTS: 'true', SHUTDOWN_GRACE_MS: '10000' });
+    try {
+      await slowUpstream(facade, 1500);
+      const started = Date.now();
+      const inFlight = post(facade.url, REPOS);
+      await sleep(400);
+      facade.child.kill('SIGTERM');
+      await sleep(200);
+      await expect(fetch(facade.url.replace('/graphql', '/health'))).rejects.toThrow();
+
+      const response = await inFlight;
+      expect(response.status).toBe(200);
+      expect((response.body.data as { repositories: { total: number } }).repositories.total).toBe(
+        50,
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+      expect(await Promise.race([facade.exited, sleep(10_000).then(() => 'still running')])).toBe(
+        0,
+      );
+      expect(facade.lines.map((line) => line.msg)).toEqual(
+        expect.arrayContaining(['draining', 'stopped']),
+      );
+    } finally {
+      await facade.stop(5_000);
+    }
+  }, 40_000);
+
+  it('cuts what is still running once SHUTDOWN_GRACE_MS is over, and still exits 0', async () => {
+    const facade = await startFacade({ SANDBOX_FAULTS: 'true', SHUTDOWN_GRACE_MS: '300' });
+    try {
+      await slowUpstream(facade, 20_000);
+      const inFlight = post(facade.url, REPOS).then(
+        () => 'answered',
+        () => 'cut',
+      );
+      await sleep(300);
+      const signalled = Date.now();
+      facade.child.kill('SIGTERM');
+      expect(await Promise.race([facade.exited, sleep(10_000).then(() => 'still running')])).toBe(
+        0,
+      );
+      expect(Date.now() - signalled).toBeLessThan(5_000);
+      expect(await inFlight).toBe('cut');
+    } finally {
+      await facade.stop(5_000);
+    }
+  }, 40_000);
+});
