@@ -1,11 +1,11 @@
 import { type FaultTable, parseFault } from './faults.js';
 import { json, message, type Reply } from './http-io.js';
-import type { RequestLog } from './recorded-requests.js';
+import type { RecordedRequests } from './recorded-requests.js';
 
 export const CONTROL_PREFIX = '/__sandbox/';
 
 export interface ControlDeps {
-  log: RequestLog;
+  log: RecordedRequests;
   faults: FaultTable;
   faultsEnabled: boolean;
 }

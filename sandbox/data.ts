@@ -1,23 +1,23 @@
 import { createHash } from 'node:crypto';
 
-export interface Branch {
+export interface StoredBranch {
   default: boolean;
   name: string;
   target: string;
 }
 
 /** `name` and `message` are sometimes absent on purpose: the map key is then the only name. */
-export interface Tag {
+export interface StoredTag {
   name?: string;
   target: string;
   message?: string;
 }
 
-export interface Repository {
+export interface StoredRepository {
   id: string;
   defaultBranch: string;
-  branches: Record<string, Branch>;
-  tags: Record<string, Tag>;
+  branches: Record<string, StoredBranch>;
+  tags: Record<string, StoredTag>;
 }
 
 const DEFAULT_BRANCHES = ['main', 'master', 'trunk', 'develop'] as const;
@@ -49,13 +49,13 @@ function byte(bytes: Buffer, index: number): number {
  * Everything derives from a hash of (account, index), so a token always sees the same list and two
  * tokens see different ones, without storing anything.
  */
-export function seedRepository(accountId: string, index: number): Repository {
+export function seedRepository(accountId: string, index: number): StoredRepository {
   const seed = `${accountId}/${index}`;
   const bytes = digest(seed);
   const id = `repo-${bytes.toString('hex').slice(0, 12)}`;
   const defaultBranch = DEFAULT_BRANCHES[byte(bytes, 0) % DEFAULT_BRANCHES.length] ?? 'main';
 
-  const branches: Record<string, Branch> = {
+  const branches: Record<string, StoredBranch> = {
     [defaultBranch]: {
       default: true,
       name: defaultBranch,
@@ -72,11 +72,11 @@ export function seedRepository(accountId: string, index: number): Repository {
   // Every 7th repository has a tag without its inner name so clients must fall back to the key.
   const nameless = index % 7 === 6;
   const tagCount = nameless ? 1 + (byte(bytes, 3) % 3) : byte(bytes, 3) % 4;
-  const tags: Record<string, Tag> = {};
+  const tags: Record<string, StoredTag> = {};
   const major = byte(bytes, 4) % 3;
   for (let i = 0; i < tagCount; i++) {
     const name = `v${major}.${i}.${byte(bytes, 5 + i) % 10}`;
-    const tag: Tag = { name, target: target(`${seed}/tags/${name}`) };
+    const tag: StoredTag = { name, target: target(`${seed}/tags/${name}`) };
     if ((byte(bytes, 8 + i) & 3) !== 0) tag.message = `Release ${name}`;
     if (nameless && i === 0) delete tag.name;
     tags[name] = tag;
@@ -85,6 +85,6 @@ export function seedRepository(accountId: string, index: number): Repository {
   return { id, defaultBranch, branches, tags };
 }
 
-export function seedRepositories(accountId: string, count: number): Repository[] {
+export function seedRepositories(accountId: string, count: number): StoredRepository[] {
   return Array.from({ length: count }, (_, index) => seedRepository(accountId, index));
 }

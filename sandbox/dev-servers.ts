@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isPlainObject, JSON_TYPE, type Reply, type RequestContext } from './http-io.js';
+import { type Exchange, isPlainObject, JSON_TYPE, type Reply } from './http-io.js';
 
 interface PortMapping {
   port: number;
@@ -38,7 +38,7 @@ export function failure(text: string): Reply {
  * POST /ephemeral/v1/dev-servers. Nothing is started: the sandbox remembers which
  * (account, repository) pairs were requested so `isNew` is true only the first time.
  */
-export function createDevServerRoute(): (accountId: string, ctx: RequestContext) => Reply {
+export function createDevServerRoute(): (accountId: string, ctx: Exchange) => Reply {
   const seen = new Set<string>();
   return (accountId, ctx) => {
     const parsed = parseRequest(ctx);
@@ -71,7 +71,7 @@ function nonEmpty(value: string | null): boolean {
 }
 
 /** The parsed request, or the reason it is rejected. Unknown fields are ignored. */
-function parseRequest(ctx: RequestContext): DevServerRequest | string {
+function parseRequest(ctx: Exchange): DevServerRequest | string {
   if (ctx.body === undefined) return 'A JSON request body is required';
   if (!ctx.bodyIsJson) return 'Request body is not valid JSON';
   const body = ctx.body;

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { TxtLookup } from './dns.js';
-import { isPlainObject, json, message, type Reply, type RequestContext } from './http-io.js';
+import { type Exchange, isPlainObject, json, message, type Reply } from './http-io.js';
 
 interface Verification {
   id: string;
@@ -13,8 +13,8 @@ interface Verification {
 export const TXT_PREFIX = '_service_custom_hostname.';
 
 export interface DomainRoutes {
-  create(accountId: string, ctx: RequestContext): Reply;
-  verify(accountId: string, ctx: RequestContext): Promise<Reply>;
+  create(accountId: string, ctx: Exchange): Reply;
+  verify(accountId: string, ctx: Exchange): Promise<Reply>;
 }
 
 /**
@@ -70,7 +70,7 @@ export function createDomainRoutes(txt: TxtLookup): DomainRoutes {
   };
 }
 
-function domainOf(ctx: RequestContext): string | undefined {
+function domainOf(ctx: Exchange): string | undefined {
   if (!ctx.bodyIsJson || !isPlainObject(ctx.body)) return undefined;
   const domain = ctx.body.domain;
   return typeof domain === 'string' && domain.trim() !== '' ? domain.trim() : undefined;

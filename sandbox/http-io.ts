@@ -12,7 +12,7 @@ export interface Reply {
 }
 
 /** One parsed non-control request, as the routes see it. */
-export interface RequestContext {
+export interface Exchange {
   method: string;
   path: string;
   rawQuery: string;
@@ -75,7 +75,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
   });
 }
 
-export function parseBody(text: string): { body: unknown; bodyIsJson: boolean } {
+export function decodeJsonBody(text: string): { body: unknown; bodyIsJson: boolean } {
   if (text === '') return { body: undefined, bodyIsJson: false };
   try {
     return { body: JSON.parse(text), bodyIsJson: true };

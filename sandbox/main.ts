@@ -1,14 +1,14 @@
 import { promises as dnsPromises } from 'node:dns';
 import { type SandboxOptions, startSandbox } from './server.js';
 
-class ConfigError extends Error {}
+class SettingError extends Error {}
 
 function integer(name: string, min: number, max: number): number | undefined {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return undefined;
   const value = Number(raw);
   if (!/^\d+$/.test(raw.trim()) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+    throw new SettingError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
   }
   return value;
 }
@@ -18,7 +18,7 @@ function boolean(name: string): boolean | undefined {
   if (raw === undefined || raw === '') return undefined;
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
-  throw new ConfigError(`${name} must be true or false, got "${process.env[name]}"`);
+  throw new SettingError(`${name} must be true or false, got "${process.env[name]}"`);
 }
 
 function dnsServers(): string[] | undefined {
@@ -29,7 +29,7 @@ function dnsServers(): string[] | undefined {
     if (servers.includes('')) throw new Error('empty entry');
     new dnsPromises.Resolver().setServers(servers);
   } catch {
-    throw new ConfigError(
+    throw new SettingError(
       `DNS_SERVERS must be comma-separated host or host:port entries, got "${raw}"`,
     );
   }
@@ -39,7 +39,7 @@ function dnsServers(): string[] | undefined {
 function readOptions(): SandboxOptions {
   const host = process.env.SANDBOX_HOST;
   if (host !== undefined && host.trim() === '')
-    throw new ConfigError('SANDBOX_HOST must not be empty');
+    throw new SettingError('SANDBOX_HOST must not be empty');
   return {
     port: integer('SANDBOX_PORT', 0, 65535) ?? 4010,
     host: host?.trim() ?? '127.0.0.1',
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   try {
     options = readOptions();
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
+    if (!(error instanceof SettingError)) throw error;
     process.stderr.write(`sandbox: ${error.message}\n`);
     process.exit(1);
   }

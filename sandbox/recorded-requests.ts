@@ -21,7 +21,7 @@ interface Entry {
   body: unknown;
 }
 
-export interface RequestLog {
+export interface RecordedRequests {
   record(
     method: string,
     url: string,
@@ -34,7 +34,7 @@ export interface RequestLog {
   clear(): void;
 }
 
-export function createRequestLog(limit: number): RequestLog {
+export function createRecordedRequests(limit: number): RecordedRequests {
   let ring: Entry[] = [];
   let next = 0;
   let counts = new Map<string, number>();

@@ -1,4 +1,4 @@
-import { type Repository, seedRepositories } from './data.js';
+import { type StoredRepository, seedRepositories } from './data.js';
 import { JSON_TYPE, message, type Reply } from './http-io.js';
 
 export interface RepositoryRouteOptions {
@@ -20,11 +20,11 @@ const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 export function createRepositoryRoute(
   options: RepositoryRouteOptions,
 ): (accountId: string, rawQuery: string) => Reply {
-  const seeded = new Map<string, Repository[]>();
+  const seeded = new Map<string, StoredRepository[]>();
   const pages = new Map<string, Reply>();
   let cachedBytes = 0;
 
-  const repositoriesOf = (accountId: string): Repository[] => {
+  const repositoriesOf = (accountId: string): StoredRepository[] => {
     let list = seeded.get(accountId);
     if (!list) {
       if (seeded.size >= SEEDED_ACCOUNTS_LIMIT) seeded.clear();

@@ -8,16 +8,16 @@ import { createDomainRoutes } from './domains.js';
 import { applyFault, createFaultTable, type Fault, ROUTE_PATTERN } from './faults.js';
 import {
   BodyTooLargeError,
+  decodeJsonBody,
+  type Exchange,
   hasBody,
   MAX_BODY_BYTES,
   message,
-  parseBody,
   type Reply,
-  type RequestContext,
   readBody,
   sendReply,
 } from './http-io.js';
-import { createRequestLog, type RecordedRequest } from './recorded-requests.js';
+import { createRecordedRequests, type RecordedRequest } from './recorded-requests.js';
 import { createRepositoryRoute } from './repositories.js';
 
 export type { Fault } from './faults.js';
@@ -67,7 +67,7 @@ const EMPTY_BODY = { body: undefined, bodyIsJson: false };
 
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const faultsEnabled = options.faults ?? false;
-  const log = createRequestLog(options.logLimit ?? 10_000);
+  const log = createRecordedRequests(options.logLimit ?? 10_000);
   const faults = createFaultTable();
   const txt = createTxtLookup(options.dnsServers, options.dnsTimeoutMs ?? 2000);
   const resolveAccount = createAccountResolver();
@@ -89,7 +89,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       timers.add(timer);
     });
 
-  const route = (ctx: RequestContext): Reply | Promise<Reply> => {
+  const route = (ctx: Exchange): Reply | Promise<Reply> => {
     const { method, path } = ctx;
     const allowed = ALLOWED.get(path);
     if (!allowed) return message(404, `No route for ${method} ${path}`);
@@ -131,13 +131,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const url = req.url ?? '/';
     const mark = url.indexOf('?');
     const path = mark === -1 ? url : url.slice(0, mark);
-    const { body, bodyIsJson } = text === '' ? EMPTY_BODY : parseBody(text);
+    const { body, bodyIsJson } = text === '' ? EMPTY_BODY : decodeJsonBody(text);
     if (path.startsWith(CONTROL_PREFIX)) {
       sendReply(res, handleControl({ log, faults, faultsEnabled }, method, path, body, bodyIsJson));
       return;
     }
     log.record(method, url, path, req.headers, body);
-    const ctx: RequestContext = {
+    const ctx: Exchange = {
       method,
       path,
       rawQuery: mark === -1 ? '' : url.slice(mark + 1),
@@ -238,8 +238,8 @@ function internalError(path: string): Reply {
 
 /** A route that throws becomes the route's documented 500 rather than a dropped connection. */
 function safely(
-  route: (ctx: RequestContext) => Reply | Promise<Reply>,
-  ctx: RequestContext,
+  route: (ctx: Exchange) => Reply | Promise<Reply>,
+  ctx: Exchange,
 ): Reply | Promise<Reply> {
   try {
     return route(ctx);
