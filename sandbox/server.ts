@@ -2,9 +2,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createAccountResolver, UNAUTHORIZED_MESSAGE } from './accounts.js';
 import { CONTROL_PREFIX, handleControl } from './control.js';
-import { createDevServerRoute, failure } from './dev-servers.js';
-import { createTxtLookup } from './dns.js';
-import { createDomainRoutes } from './domains.js';
+import { createDevServerRoute, failure } from './dev-server-routes.js';
+import { createDomainRoutes } from './domain-routes.js';
 import { applyFault, createFaultTable, type Fault, ROUTE_PATTERN } from './faults.js';
 import {
   BodyTooLargeError,
@@ -18,7 +17,8 @@ import {
   sendReply,
 } from './http-io.js';
 import { createRecordedRequests, type RecordedRequest } from './recorded-requests.js';
-import { createRepositoryRoute } from './repositories.js';
+import { createRepositoryRoute } from './repository-routes.js';
+import { createTxtLookup } from './txt-records.js';
 
 export type { Fault } from './faults.js';
 export type { RecordedRequest } from './recorded-requests.js';

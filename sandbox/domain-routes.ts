@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { TxtLookup } from './dns.js';
 import { type Exchange, isPlainObject, json, message, type Reply } from './http-io.js';
+import type { TxtLookup } from './txt-records.js';
 
 interface Verification {
   id: string;
