@@ -79,7 +79,6 @@ const schema = z.object({
   SANDBOX_REPOSITORIES: int(0, 1_000_000).default(50),
   SANDBOX_PORT: int(0, 65535).default(0),
   SANDBOX_FAULTS: bool.default(false),
-  // Issue 4: abuse limits, rate limits, browsers, operability.
   NODE_ENV: z.string().trim().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   MAX_DEPTH: int(1, 1000).default(10),

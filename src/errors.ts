@@ -1,4 +1,4 @@
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type GraphQLErrorOptions } from 'graphql';
 
 /** The codes of the contract's error table; `extensions.code` is always one of these. */
 export const ERROR_CODES = [
@@ -33,8 +33,14 @@ export interface UpstreamDetails {
 export class FacadeError extends GraphQLError {
   readonly code: ErrorCode;
 
-  constructor(code: ErrorCode, message: string, extensions: Record<string, unknown> = {}) {
-    super(message, { extensions: { code, ...extensions } });
+  constructor(
+    code: ErrorCode,
+    message: string,
+    extensions: Record<string, unknown> = {},
+    /** Where in the document, for errors found before execution (a limit, say). */
+    options: Pick<GraphQLErrorOptions, 'nodes'> = {},
+  ) {
+    super(message, { ...options, extensions: { code, ...extensions } });
     this.code = code;
   }
 }

@@ -1,5 +1,4 @@
 import { createServer } from 'node:http';
-import { startSandbox } from '../sandbox/server.js';
 import { createApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createHealth } from './observability/health.js';
@@ -52,10 +51,11 @@ async function main() {
     exitAfterFlush(logger, 1);
   });
 
-  // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup.
+  // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
+  // sandbox is a separate program: this is the one place the facade imports it, and only on demand.
   const sandbox = config.upstreamUrl
     ? undefined
-    : await startSandbox({
+    : await (await import('../sandbox/server.js')).startSandbox({
         port: config.sandbox.port,
         repositories: config.sandbox.repositories,
         dnsServers: config.dns.servers,
@@ -76,8 +76,8 @@ async function main() {
   const redisReady = rateLimiter?.store === 'redis' ? rateLimiter.ready(5_000) : undefined;
   const yoga = createApp({ config, client, logger, metrics, health, rateLimiter });
 
-  // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Tracking
-  // responses here (a Set and a 'close' listener per response) was measured at +70 MB peak RSS.
+  // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
+  // per-response bookkeeping out of here; it costs memory on every request of the process's life.
   const server = createServer(yoga);
   server.once('error', (error) => {
     logger.fatal({ err: error }, `cannot listen on ${config.host ?? '*'}:${config.port}`);

@@ -1,5 +1,4 @@
 import { connect } from 'node:net';
-import type { Plugin } from 'graphql-yoga';
 
 export interface Health {
   /** Set on SIGTERM: /readiness answers 503 so load balancers stop sending new requests. */
@@ -55,30 +54,4 @@ function canConnect(url: URL, timeoutMs: number): Promise<boolean> {
     socket.once('timeout', () => done(false));
     socket.once('error', () => done(false));
   });
-}
-
-/** Alive: Yoga's own health check answers 200 here. */
-export const HEALTH_PATH = '/health';
-export const READINESS_PATH = '/readiness';
-
-/**
- * `/health` is Yoga's own (alive: 200); this adds `/readiness`, and while draining it marks every
- * answer `Connection: close`, so keep-alive clients reconnect elsewhere and the server can finish
- * closing instead of waiting on their idle sockets.
- *
- * Not Yoga's useReadinessCheck: it runs a URLPattern (a polyfill on Node 20) against the URL of
- * every request that is not the probe, a few percent of the CPU of a small request.
- */
-export function useReadiness(health: Health): Plugin {
-  return {
-    onRequest({ url, endResponse, fetchAPI }) {
-      if (url.pathname !== READINESS_PATH) return;
-      return health.ready().then((ready) => {
-        endResponse(new fetchAPI.Response(null, { status: ready ? 200 : 503 }));
-      });
-    },
-    onResponse({ response }) {
-      if (health.draining) response.headers.set('connection', 'close');
-    },
-  };
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 export type { Logger } from 'pino';
 
 // Belt and braces: no log line is built from headers, but if one ever is, these never show.
-// Exact paths only: wildcard paths made redaction a few percent of every request's CPU.
+// Exact paths only: wildcard paths make redaction walk every logged object on every request.
 const REDACT = [
   'authorization',
   'cookie',
@@ -29,8 +29,8 @@ export function createLogger(
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label: string) => ({ level: label }) },
   };
-  // Asynchronous writes: a synchronous write(2) per request line was a few percent of the CPU of
-  // a request under load. main.ts flushes before the process exits.
+  // Asynchronous writes keep a write(2) per request line off the request path; main.ts flushes
+  // before the process exits, or the last lines are lost.
   return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }
 

@@ -8,9 +8,9 @@ export interface Cancellation {
 
 /**
  * The cancellation of one upstream call: its deadline passed, or the GraphQL client went away.
- * Shaped as undici also accepts a `signal` (an EventEmitter with `aborted` and `reason`): with a
- * native AbortController per call, undici's EventTarget listeners alone measured ~40 µs of CPU,
- * a third of a small call; EventEmitter listeners cost next to nothing.
+ * Shaped as undici also accepts a `signal` (an EventEmitter with `aborted` and `reason`) rather
+ * than an AbortController: undici's EventTarget listeners are a large share of a small call's CPU,
+ * EventEmitter listeners next to nothing (docs/performance.md).
  */
 export class CallCancel extends EventEmitter implements Cancellation {
   aborted = false;

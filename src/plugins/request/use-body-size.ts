@@ -1,14 +1,14 @@
-import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { FacadeError } from '../../errors.js';
 
 const tooLarge = (limit: number) =>
-  new GraphQLError(`Request body too large: more than ${limit} bytes`, {
-    extensions: { code: 'BAD_USER_INPUT', http: { status: 413 } },
+  new FacadeError('BAD_USER_INPUT', `Request body too large: more than ${limit} bytes`, {
+    http: { status: 413 },
   });
 
 /**
  * The request body cap. Yoga's own (`maxRequestBodySize`) pipes every body through a
- * TransformStream, which cost several percent of a request's CPU under load. A body with a valid
+ * TransformStream, a cost on every request (docs/performance.md). A body with a valid
  * Content-Length cannot be longer than it says (Node's HTTP parser frames it), so only a chunked
  * body, which has none, is counted as it streams.
  */
@@ -19,8 +19,8 @@ export function useBodySizeLimit(limit: number): Plugin {
       if (length !== null) {
         // One plain number only: "10, 20" or "-1" are smuggling attempts, not lengths.
         if (!/^\d+$/.test(length)) {
-          throw new GraphQLError('Content-Length header is invalid', {
-            extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } },
+          throw new FacadeError('BAD_USER_INPUT', 'Content-Length header is invalid', {
+            http: { status: 400 },
           });
         }
         if (Number(length) > limit) throw tooLarge(limit);

@@ -1,18 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Plugin } from 'graphql-yoga';
 import { FacadeError } from '../../errors.js';
-
-const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
-
-/** The token of an `Authorization: Bearer <token>` header, if that is what the header holds. */
-export function bearerToken(authorization: string | null): string | undefined {
-  return authorization ? BEARER.exec(authorization)?.[1] : undefined;
-}
-
-/** A short, one-way name for a token: safe to keep as a rate-limit key, never reversible. */
-export function tokenId(token: string): string {
-  return createHash('sha256').update(token).digest('base64url').slice(0, 22);
-}
+import { bearerToken } from './bearer-token.js';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 

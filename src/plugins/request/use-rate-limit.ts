@@ -9,7 +9,7 @@ import {
 import type { Config } from '../../config.js';
 import { FacadeError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
-import { bearerToken, tokenId } from './use-client-tokens.js';
+import { bearerToken, tokenId } from './bearer-token.js';
 
 export interface RateLimiter {
   readonly store: 'memory' | 'redis';
@@ -36,7 +36,7 @@ export async function createRateLimiter(
   const memory = new RateLimiterMemory(limits);
   if (!options.redisUrl) return wrap('memory', memory, async () => {}, logger);
 
-  // Loaded only when used: the Redis client is ~15 MB of resident memory a memory-store replica
+  // Loaded only when used: the Redis client is resident memory that a memory-store replica
   // never needs.
   const { Redis } = await import('ioredis');
   // No offline queue: while Redis is away, calls fail at once and the insurance limiter answers,

@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { acceptedRequestId, type Context } from '../../context.js';
-import { HEALTH_PATH, READINESS_PATH } from '../../observability/health.js';
 import type { Logger } from '../../observability/logger.js';
-import { METRICS_PATH, type Metrics } from '../../observability/metrics.js';
+import type { Metrics } from '../../observability/metrics.js';
 
 interface RequestState {
   started: number;
@@ -19,11 +18,9 @@ interface RequestState {
   codes: string[];
 }
 
-const PROBES = new Set([HEALTH_PATH, READINESS_PATH, METRICS_PATH]);
-
-// The state rides on the Request itself. A WeakMap keyed by Request was measured to cost a
-// quarter of the CPU of a small request and ~90 MB of peak RSS under load: its ephemeron entries
-// kept each request's context (and the upstream answers it holds) alive into the old generation.
+// The state rides on the Request itself, not in a WeakMap keyed by Request: a WeakMap's ephemeron
+// entries keep each request's context (and the upstream answers it holds) alive into the old
+// generation, which costs CPU and memory under load (docs/performance.md).
 const STATE = Symbol('requestLog');
 type Tracked = Request & { [STATE]?: RequestState };
 const stateOf = (request: Request | undefined): RequestState | undefined =>
@@ -47,7 +44,21 @@ function errorCodes(result: unknown): string[] {
  * metrics, the `x-request-id` response header, and `Cache-Control: no-store` on GraphQL answers:
  * they are per caller, and no cache between the facade and the browser may keep one for another.
  */
-export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint: string): Plugin {
+export interface RequestLogOptions {
+  logger: Logger;
+  metrics: Metrics;
+  graphqlEndpoint: string;
+  /** Health, readiness and metrics scrapes: logged at debug, or they drown the request lines. */
+  probePaths: readonly string[];
+}
+
+export function useRequestLog({
+  logger,
+  metrics,
+  graphqlEndpoint,
+  probePaths,
+}: RequestLogOptions): Plugin {
+  const probes = new Set(probePaths);
   return {
     onRequest({ request, url }) {
       (request as Tracked)[STATE] = {
@@ -118,7 +129,7 @@ export function useRequestLog(logger: Logger, metrics: Metrics, graphqlEndpoint:
         upstreamMs: Math.round(calls.reduce((sum, call) => sum + call.durationMs, 0) * 10) / 10,
         errors: state.codes.length > 0 ? state.codes : undefined,
       };
-      if (PROBES.has(state.path)) logger.debug(line, 'probe');
+      if (probes.has(state.path)) logger.debug(line, 'probe');
       else if (response.status >= 500) logger.error(line, 'request');
       else logger.info(line, 'request');
     },

@@ -1,14 +1,18 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationContext } from 'graphql';
+import type { GraphQLError, ValidationContext } from 'graphql';
+import { NoSchemaIntrospectionCustomRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Config } from '../../config.js';
+import { FacadeError } from '../../errors.js';
 
 // graphql-armor words every rejection as a "Syntax Error"; these are limits, not syntax.
-function limitError(error: GraphQLError): GraphQLError {
-  return new GraphQLError(error.message.replace(/^Syntax Error: /, ''), {
-    nodes: error.nodes,
-    extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
-  });
+function limitError(error: GraphQLError): FacadeError {
+  return new FacadeError(
+    'GRAPHQL_VALIDATION_FAILED',
+    error.message.replace(/^Syntax Error: /, ''),
+    {},
+    { nodes: error.nodes },
+  );
 }
 
 // Validation rules report (the request answers 400 with every problem found); the token limit
