@@ -1,11 +1,8 @@
-import { parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
-import { type Config, loadConfig } from '../../src/config.js';
-import { graphiqlTabs } from '../../src/plugins/request/graphiql-tabs.js';
-import { schema } from '../../src/schema/index.js';
-import { startSilentDnsServer, useDnsHarness } from '../helpers/dns-server.js';
-import { postGraphQL } from '../helpers/harness.js';
+import type { Config } from '../../src/config.js';
+import { startSilentDnsServer } from '../helpers/dns-server.js';
+import { postGraphQL, useDnsHarness } from '../helpers/harness.js';
 
 const CHECK = `query($domain: String!, $code: String) {
   domainDnsCheck(domain: $domain, verificationCode: $code) { host values matches error }
@@ -212,47 +209,4 @@ describe('domainDnsCheck', () => {
     expect(response.errors?.[0]?.message).toMatch(/verificationCode: must not be empty/);
     expect(live.dns.queries()).toEqual([]);
   });
-});
-
-describe('GraphiQL example', () => {
-  it('does include a valid, runnable domainDnsCheck tab', async () => {
-    const tab = graphiqlTabs.find((candidate) => candidate.query.includes('domainDnsCheck('));
-    expect(tab).toBeDefined();
-    const { query, variables } = tab as { query: string; variables: string };
-    expect(validate(schema, parse(query))).toEqual([]);
-    live.dns.setTxt(HOST, ['svc-verify-abc123']);
-    const response = await live.h.gql<{ domainDnsCheck: Check }>(query, JSON.parse(variables));
-    expect(response.errors).toBeUndefined();
-    expect(response.data?.domainDnsCheck).toMatchObject({
-      host: HOST,
-      matches: false,
-      error: null,
-    });
-  });
-});
-
-describe('DNS configuration', () => {
-  it('does accept IP resolvers with optional ports', () => {
-    expect(
-      loadConfig({
-        DNS_SERVERS: '127.0.0.1:5353, ::1,[::1]:53',
-        DNS_TIMEOUT_MS: '500',
-        DNS_TRIES: '3',
-      }).dns,
-    ).toEqual({
-      servers: ['127.0.0.1:5353', '::1', '[::1]:53'],
-      timeoutMs: 500,
-      tries: 3,
-    });
-    expect(loadConfig({}).dns.servers).toBeUndefined();
-  });
-
-  it.each(['live.dns.google', '1.2.3.4:99999', '1.2.3:53'])(
-    'does refuse DNS_SERVERS=%j naming the variable',
-    (value) => {
-      expect(() => loadConfig({ DNS_SERVERS: value })).toThrow(
-        /^DNS_SERVERS: must be IP\[:port\] entries/,
-      );
-    },
-  );
 });

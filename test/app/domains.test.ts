@@ -1,7 +1,7 @@
 // The verification flow as a user walks it, against the real sandbox and a real DNS server that
 // both the facade's resolver and the sandbox's point at.
 import { describe, expect, it } from 'vitest';
-import { useDnsHarness } from '../helpers/dns-server.js';
+import { useDnsHarness } from '../helpers/harness.js';
 
 const CREATE = `mutation($domain: String!) {
   createDomainVerification(input: { domain: $domain }) {

@@ -9,8 +9,9 @@ import {
   composeSupergraph,
   type SubgraphSource,
 } from '../../scripts/supergraph.js';
-import { type Gateway, type Listening, listen, startGateway } from '../helpers/gateway.js';
+import { type Gateway, startGateway } from '../helpers/gateway.js';
 import { createHarness, type GraphQLResponse, type Harness } from '../helpers/harness.js';
+import { type Listening, listen } from '../helpers/net.js';
 
 const WAIT_MS = 10_000;
 const HEADERS = { authorization: 'Bearer federation-test', 'x-request-id': 'federation-test-1' };

@@ -3,8 +3,6 @@
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import { Packet, TCPServer, UDPServer } from 'dns2';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { createHarness, type Harness } from './harness.js';
 
 /** How the server answers one name; a name not in the table is NXDOMAIN. */
 export type NameBehaviour =
@@ -142,29 +140,4 @@ export async function startSilentDnsServer(): Promise<SilentDnsServer> {
     received: () => received,
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
-}
-
-/**
- * A test DNS server with a harness whose resolver and sandbox both ask it; registers the vitest
- * hooks and hands back live references (set once beforeAll has run).
- */
-export function useDnsHarness(): { dns: TestDnsServer; h: Harness } {
-  const live = {} as { dns: TestDnsServer; h: Harness };
-  beforeAll(async () => {
-    live.dns = await startDnsServer();
-    const servers = [live.dns.address];
-    live.h = await createHarness({
-      sandbox: { dnsServers: servers, dnsTimeoutMs: 1000 },
-      config: { dns: { servers, timeoutMs: 1000, tries: 2 } },
-    });
-  });
-  afterAll(async () => {
-    await live.h?.close();
-    await live.dns?.close();
-  });
-  beforeEach(() => {
-    live.dns.clearQueries();
-    live.h.sandbox.clearRequests();
-  });
-  return live;
 }

@@ -1,37 +1,13 @@
 // A real federation gateway for the tests: @apollo/gateway plans and executes over the supergraph;
 // graphql-yoga is only its HTTP front (@apollo/server is not a dependency of this project).
 import { createHash } from 'node:crypto';
-import { createServer, type RequestListener } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApolloGateway, RemoteGraphQLDataSource } from '@apollo/gateway';
 import { getOperationAST, print } from 'graphql';
 import { createYoga, type Plugin } from 'graphql-yoga';
+import { type Listening, listen } from './net.js';
 
 type GatewayExecutor = Awaited<ReturnType<ApolloGateway['load']>>['executor'];
 type GatewayRequestContext = Parameters<GatewayExecutor>[0];
-
-export interface Listening {
-  url: string;
-  close(): Promise<void>;
-}
-
-/** Serves a handler on a loopback port chosen by the system; close() drops keep-alive sockets too. */
-export async function listen(handler: RequestListener): Promise<Listening> {
-  const server = createServer(handler);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/graphql`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
 
 /** What a gateway must pass on to the facade: the caller's credentials, and the request id for logs. */
 const FORWARDED_HEADERS = ['authorization', 'x-request-id'] as const;

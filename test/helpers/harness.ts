@@ -1,8 +1,10 @@
 import type { Dispatcher } from 'undici';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../sandbox/server.js';
 import { createApp } from '../../src/app.js';
 import { type Config, defaultConfig } from '../../src/config.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
+import { startDnsServer, type TestDnsServer } from './dns-server.js';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
@@ -89,4 +91,29 @@ export async function postGraphQL<T>(
 /** The upstream requests the sandbox received for one route, e.g. 'GET /git/v1/repo'. */
 export function upstreamRequests(sandbox: Sandbox, route?: string) {
   return sandbox.requests().filter((r) => route === undefined || `${r.method} ${r.path}` === route);
+}
+
+/**
+ * A test DNS server with a harness whose resolver and sandbox both ask it; registers the vitest
+ * hooks and hands back live references (set once beforeAll has run).
+ */
+export function useDnsHarness(): { dns: TestDnsServer; h: Harness } {
+  const live = {} as { dns: TestDnsServer; h: Harness };
+  beforeAll(async () => {
+    live.dns = await startDnsServer();
+    const servers = [live.dns.address];
+    live.h = await createHarness({
+      sandbox: { dnsServers: servers, dnsTimeoutMs: 1000 },
+      config: { dns: { servers, timeoutMs: 1000, tries: 2 } },
+    });
+  });
+  afterAll(async () => {
+    await live.h?.close();
+    await live.dns?.close();
+  });
+  beforeEach(() => {
+    live.dns.clearQueries();
+    live.h.sandbox.clearRequests();
+  });
+  return live;
 }

@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { connect, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** The facade started as `npm start` starts it: a real process, real env, real stdout. */
@@ -126,35 +125,4 @@ export async function post(
     headers: response.headers,
     body: (await response.json()) as Record<string, unknown>,
   };
-}
-
-/** A port that was free a moment ago (for programs that cannot report the one they bound). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Resolves once something accepts TCP connections on the port (a started redis-server, say). */
-export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on port ${port}`);
-    await sleep(50);
-  }
 }
