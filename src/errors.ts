@@ -38,7 +38,7 @@ export class FacadeError extends GraphQLError {
     message: string,
     extensions: Record<string, unknown> = {},
     /** Where in the document, for errors found before execution (a limit, say). */
-    options: Pick<GraphQLErrorOptions, 'nodes'> = {},
+    options: Pick<GraphQLErrorOptions, 'nodes' | 'source' | 'positions'> = {},
   ) {
     super(message, { ...options, extensions: { code, ...extensions } });
     this.code = code;
@@ -148,12 +148,12 @@ export function maskError(error: unknown, log: (error: unknown) => void): Error 
         return error;
       }
       // graphql-jit's variable errors carry no extensions object at all: build the coded copy.
-      return new GraphQLError(error.message, {
-        nodes: error.nodes,
-        source: error.source,
-        positions: error.positions,
-        extensions: { code: 'BAD_USER_INPUT' },
-      });
+      return new FacadeError(
+        'BAD_USER_INPUT',
+        error.message,
+        {},
+        { nodes: error.nodes, source: error.source, positions: error.positions },
+      );
     }
   }
   log(isGraphQLError(error) ? (error.originalError ?? error) : error);
