@@ -3,9 +3,9 @@
 // so the ratio compares one core of facade with one core of upstream.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { freePort } from '../test/helpers/net.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -24,14 +24,6 @@ const scenarios = {
     `{ ${[0, 1, 2].map((i) => `p${i}: repositories(limit: 20, offset: ${i * 20}) { ${PAGE_FIELDS} }`).join(' ')} }`,
   ),
 };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === 'object' && address ? address.port : 0;
-}
 
 /** Starts a pinned process and waits until `readyUrl` answers; its log lines go nowhere. */
 async function start(

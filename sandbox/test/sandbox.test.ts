@@ -1,11 +1,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request as httpRequest } from 'node:http';
-import dns2 from 'dns2';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startDnsServer, type TestDnsServer } from '../../test/helpers/dns-server.js';
 import { type Sandbox, startSandbox } from '../server.js';
-
-const { Packet } = dns2;
 
 interface Page {
   repositories: Array<{
@@ -18,35 +16,10 @@ interface Page {
   offset: number;
 }
 
-/** TXT records the test DNS server answers, by name; HANG never answers, FAIL answers SERVFAIL. */
-const txt = new Map<string, string[]>();
 const HANG = '_service_custom_hostname.hang.test';
 const FAIL = '_service_custom_hostname.servfail.test';
 
-const dnsServer = dns2.createServer({
-  udp: true,
-  tcp: true,
-  handle(request, send) {
-    const response = Packet.createResponseFromRequest(request);
-    const question = request.questions[0];
-    const name = question?.name.toLowerCase() ?? '';
-    if (name === HANG) return;
-    if (name === FAIL) response.header.rcode = 2;
-    else if (!txt.has(name)) response.header.rcode = 3;
-    else if (question?.type === Packet.TYPE.TXT) {
-      const data = txt.get(name) ?? [];
-      response.answers.push({
-        name,
-        type: Packet.TYPE.TXT,
-        class: Packet.CLASS.IN,
-        ttl: 1,
-        data,
-      } as never);
-    }
-    void send(response);
-  },
-});
-
+let dns: TestDnsServer;
 let sandbox: Sandbox;
 
 async function call(
@@ -84,23 +57,22 @@ async function page(
 }
 
 beforeAll(async () => {
-  const addresses = await dnsServer.listen({
-    udp: { port: 0, address: '127.0.0.1' },
-    tcp: { port: 0, address: '127.0.0.1' },
-  });
+  dns = await startDnsServer();
+  dns.set(HANG, { silent: true });
+  dns.set(FAIL, { rcode: 'SERVFAIL' });
   sandbox = await startSandbox({
     repositories: 30,
     maxPageSize: 10,
     defaultPageSize: 4,
     faults: true,
-    dnsServers: [`127.0.0.1:${addresses.udp?.port}`],
+    dnsServers: [dns.address],
     dnsTimeoutMs: 400,
   });
 });
 
 afterAll(async () => {
   await sandbox.close();
-  await dnsServer.close();
+  await dns.close();
 });
 
 beforeEach(() => {
@@ -249,14 +221,14 @@ describe('sandbox', () => {
       status: 400,
       body: { message: 'No TXT record found at _service_custom_hostname.example.test' },
     });
-    txt.set('_service_custom_hostname.example.test', ['not-the-code']);
+    dns.setTxt('_service_custom_hostname.example.test', ['not-the-code']);
     const wrong = await verify('example.test');
     expect(wrong.status).toBe(400);
     expect((wrong.body as { message: string }).message).toContain(
       'does not contain the verification code',
     );
     // A long value arrives as several character-strings; they are joined before comparing.
-    txt.set('_service_custom_hostname.example.test', [code.slice(0, 10), code.slice(10)]);
+    dns.setTxt('_service_custom_hostname.example.test', [[code.slice(0, 10), code.slice(10)]]);
     const right = await verify('example.test');
     expect(right.status).toBe(200);
     expect(right.body).toEqual({

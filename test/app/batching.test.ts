@@ -1,20 +1,15 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import { createHarness, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 type Items = { items: Array<{ id: string }>; total: number; offset: number; hasNextPage: boolean };
 const ROUTE = 'GET /git/v1/repo';
 
 describe('batching of repository pages', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    // The sandbox caps pages at 10 items: the facade must fill short pages itself.
-    h = await createHarness({
-      sandbox: { repositories: 57, maxPageSize: 10 },
-      config: { maxCoalescedRange: 40, maxPageSize: 50 },
-    });
+  // The sandbox caps pages at 10 items: the facade must fill short pages itself.
+  const h = useHarness({
+    sandbox: { repositories: 57, maxPageSize: 10 },
+    config: { maxCoalescedRange: 40, maxPageSize: 50 },
   });
-  afterAll(() => h.close());
-  beforeEach(() => h.sandbox.clearRequests());
 
   /** The ids a client would get by walking the sandbox's own pages. */
   async function directIds(offset: number, limit: number) {
@@ -119,12 +114,7 @@ describe('batching of repository pages', () => {
 });
 
 describe('repositoriesConnection', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness({ sandbox: { repositories: 12 }, config: { maxPageSize: 5 } });
-  });
-  afterAll(() => h.close());
-  beforeEach(() => h.sandbox.clearRequests());
+  const h = useHarness({ sandbox: { repositories: 12 }, config: { maxPageSize: 5 } });
 
   const PAGE = `query($first: Int, $after: String) { repositoriesConnection(first: $first, after: $after) {
     totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor } edges { cursor node { id } } } }`;

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createTokenMatcher } from '../../src/plugins/request/use-client-tokens.js';
-import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+import { createHarness, type Harness, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const QUERY = '{ repositories(limit: 5) { total items { id } } }';
 type Ids = { repositories: { total: number; items: Array<{ id: string }> } };
@@ -15,15 +15,7 @@ async function directIds(h: Harness, token: string): Promise<string[]> {
 }
 
 describe('credentials, default mode', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(() => h.close());
-  beforeEach(() => {
-    h.sandbox.clearRequests();
-    h.sandbox.clearFaults();
-  });
+  const h = useHarness();
 
   it("forwards the caller's Authorization as it came, and none when none came", async () => {
     await h.gql(QUERY, {}, { authorization: 'Bearer caller-token-1' });
@@ -49,17 +41,12 @@ describe('credentials, default mode', () => {
 });
 
 describe('credentials, service-key mode with CLIENT_TOKENS', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness({
-      config: {
-        upstream: { apiKey: 'facade-service-key' },
-        clientTokens: ['client-token-a', 'client-token-b'],
-      },
-    });
+  const h = useHarness({
+    config: {
+      upstream: { apiKey: 'facade-service-key' },
+      clientTokens: ['client-token-a', 'client-token-b'],
+    },
   });
-  afterAll(() => h.close());
-  beforeEach(() => h.sandbox.clearRequests());
 
   it('refuses a request without an accepted token before anything runs', async () => {
     const attempts: Array<Record<string, string>> = [

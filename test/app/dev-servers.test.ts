@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const REQUEST = `mutation($input: RequestDevServerInput!) {
   requestDevServer(input: $input) { url ephemeralUrl mcpEphemeralUrl isNew devCommandRunning installCommandRunning }
@@ -7,12 +7,7 @@ const REQUEST = `mutation($input: RequestDevServerInput!) {
 const ROUTE = 'POST /ephemeral/v1/dev-servers';
 
 describe('requestDevServer', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(() => h.close());
-  beforeEach(() => h.sandbox.clearRequests());
+  const h = useHarness();
 
   const sent = () => {
     const requests = upstreamRequests(h.sandbox, ROUTE);

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
 import type { Config } from '../../src/config.js';
 import { startSilentDnsServer } from '../helpers/dns-server.js';
 import { postGraphQL, useDnsHarness } from '../helpers/harness.js';
@@ -21,11 +20,7 @@ const live = useDnsHarness();
 
 /** An app over the same upstream client with other DNS settings. */
 function appWith(dnsConfig: Config['dns']) {
-  const app = createApp({
-    config: { ...live.h.config, dns: dnsConfig },
-    client: live.h.client,
-    logError: () => {},
-  });
+  const app = live.h.createApp({ config: { dns: dnsConfig } });
   return (variables: Record<string, unknown>) =>
     postGraphQL<{ domainDnsCheck: Check }>(app, CHECK, variables);
 }

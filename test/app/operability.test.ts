@@ -1,18 +1,14 @@
 import { GraphQLError } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Sandbox, startSandbox } from '../../sandbox/server.js';
-import { createApp } from '../../src/app.js';
-import { defaultConfig } from '../../src/config.js';
+import { describe, expect, it } from 'vitest';
 import { createHealth } from '../../src/observability/health.js';
 import { createLogger, yogaLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { UpstreamClient } from '../../src/upstream/client.js';
-import { postGraphQL, upstreamRequests } from '../helpers/harness.js';
+import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 type LogLine = Record<string, unknown> & { msg: string; level: string };
 
-/** An app wired as main.ts wires it, with its log lines captured instead of printed. */
-async function operableApp(sandbox: Sandbox) {
+/** Log lines captured instead of printed: parsed, and as written. */
+function captureLog() {
   const lines: LogLine[] = [];
   const raw: string[] = [];
   const logger = createLogger('debug', {
@@ -21,33 +17,23 @@ async function operableApp(sandbox: Sandbox) {
       lines.push(JSON.parse(line) as LogLine);
     },
   });
-  const config = defaultConfig();
-  const metrics = createMetrics();
-  const client = new UpstreamClient({
-    baseUrl: sandbox.url,
-    ...config.upstream,
-    onCall: (call) => metrics.observeUpstreamCall(call),
-  });
-  const health = createHealth();
-  const app = createApp({ config, client, logger, metrics, health });
-  return { app, client, health, lines, raw };
+  return { logger, lines, raw };
 }
 
 describe('operability', () => {
-  let sandbox: Sandbox;
-  let ctx: Awaited<ReturnType<typeof operableApp>>;
-  beforeAll(async () => {
-    sandbox = await startSandbox({ faults: true });
-    ctx = await operableApp(sandbox);
-  });
-  afterAll(async () => {
-    await ctx.client.close();
-    await sandbox.close();
+  const log = captureLog();
+  const metrics = createMetrics();
+  // Wired as main.ts wires it: the client reports its calls to the app's metrics.
+  const h = useHarness({
+    logger: log.logger,
+    metrics,
+    health: createHealth(),
+    onCall: (call) => metrics.observeUpstreamCall(call),
   });
 
   it('answers /health and /readiness, and /readiness 503 once draining', async () => {
     const health = createHealth();
-    const app = createApp({ config: defaultConfig(), client: ctx.client, health });
+    const app = h.createApp({ health });
     expect((await app.fetch('http://facade.test/health')).status).toBe(200);
     expect((await app.fetch('http://facade.test/readiness')).status).toBe(200);
     const before = await postGraphQL(app, '{ __typename }');
@@ -62,26 +48,26 @@ describe('operability', () => {
   });
 
   it('can tie readiness to the upstream accepting connections', async () => {
-    const up = createHealth({ probeUrl: sandbox.url });
+    const up = createHealth({ probeUrl: h.sandbox.url });
     expect(await up.ready()).toBe(true);
     const down = createHealth({ probeUrl: 'http://127.0.0.1:9', probeTimeoutMs: 500 });
     expect(await down.ready()).toBe(false);
   });
 
   it('logs one JSON line per request, with its id, operation, upstream calls and codes', async () => {
-    ctx.lines.length = 0;
+    log.lines.length = 0;
     const ok = await postGraphQL(
-      ctx.app,
+      h.app,
       'query TwoPages { a: repositories(limit: 1) { total } b: repositories(limit: 1, offset: 40) { total } }',
       {},
       { authorization: 'Bearer very-secret-token-123', 'x-request-id': 'req-abc.1' },
     );
     expect(ok.errors).toBeUndefined();
     expect(ok.headers.get('x-request-id')).toBe('req-abc.1');
-    const bad = await postGraphQL(ctx.app, 'query Broken { nope }');
+    const bad = await postGraphQL(h.app, 'query Broken { nope }');
     expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
 
-    const requests = ctx.lines.filter((line) => line.msg === 'request');
+    const requests = log.lines.filter((line) => line.msg === 'request');
     expect(requests).toHaveLength(2);
     expect(requests[0]).toMatchObject({
       level: 'info',
@@ -99,31 +85,30 @@ describe('operability', () => {
       upstreamCalls: 0,
       errors: ['GRAPHQL_VALIDATION_FAILED'],
     });
-    expect(ctx.raw.join('\n')).not.toMatch(/very-secret-token-123|authorization/i);
+    expect(log.raw.join('\n')).not.toMatch(/very-secret-token-123|authorization/i);
   });
 
   it('forwards the request id upstream', async () => {
-    sandbox.clearRequests();
     await postGraphQL(
-      ctx.app,
+      h.app,
       '{ repositories(limit: 1) { total } }',
       {},
       { 'x-request-id': 'trace-42' },
     );
-    expect(upstreamRequests(sandbox, 'GET /git/v1/repo')[0]?.headers['x-request-id']).toBe(
+    expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')[0]?.headers['x-request-id']).toBe(
       'trace-42',
     );
   });
 
   it('exposes operations, errors by code and upstream calls at /metrics', async () => {
-    sandbox.setFault('GET /git/v1/repo', { status: 500, times: 1 });
-    await postGraphQL(ctx.app, 'query Failing { repositories(limit: 1) { total } }');
+    h.sandbox.setFault('GET /git/v1/repo', { status: 500, times: 1 });
+    await postGraphQL(h.app, 'query Failing { repositories(limit: 1) { total } }');
     for (let i = 0; i < 3; i++) {
-      await postGraphQL(ctx.app, 'query Listing { repositories(limit: 2) { total } }');
+      await postGraphQL(h.app, 'query Listing { repositories(limit: 2) { total } }');
     }
-    await postGraphQL(ctx.app, '{ a: __typename ');
+    await postGraphQL(h.app, '{ a: __typename ');
 
-    const response = await ctx.app.fetch('http://facade.test/metrics');
+    const response = await h.app.fetch('http://facade.test/metrics');
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/text\/plain/);
     const text = await response.text();
@@ -148,8 +133,8 @@ describe('operability', () => {
   });
 
   it('keeps operation-name labels bounded whatever names callers send', async () => {
-    for (let i = 0; i < 120; i++) await postGraphQL(ctx.app, `query Op${i} { __typename }`);
-    const text = await (await ctx.app.fetch('http://facade.test/metrics')).text();
+    for (let i = 0; i < 120; i++) await postGraphQL(h.app, `query Op${i} { __typename }`);
+    const text = await (await h.app.fetch('http://facade.test/metrics')).text();
     const names = new Set(
       [
         ...text.matchAll(/^graphql_envelop_request_duration_count\{[^}]*operationName="([^"]+)"/gm),

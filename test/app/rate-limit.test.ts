@@ -1,27 +1,23 @@
-import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { type Config, defaultConfig } from '../../src/config.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createRateLimiter, type RateLimiter } from '../../src/plugins/request/use-rate-limit.js';
-import { createHarness, type Harness, postGraphQL, upstreamRequests } from '../helpers/harness.js';
-import { freePort } from '../helpers/net.js';
+import {
+  type ConfigOverrides,
+  postGraphQL,
+  upstreamRequests,
+  useHarness,
+} from '../helpers/harness.js';
+import { freePort, listen } from '../helpers/net.js';
 import { post } from '../helpers/process.js';
 
 const QUERY = '{ repositories(limit: 1) { total } }';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('rate limits, in memory', () => {
-  let h: Harness;
+  const h = useHarness();
   let limiter: RateLimiter;
-  const appWith = (config: Partial<Config> = {}) =>
-    createApp({ config: { ...h.config, ...config }, client: h.client, rateLimiter: limiter });
+  const appWith = (config: ConfigOverrides = {}) => h.createApp({ config, rateLimiter: limiter });
 
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(() => h.close());
   beforeEach(async () => {
-    h.sandbox.clearRequests();
     limiter = (await createRateLimiter({
       points: 3,
       windowS: 60,
@@ -49,7 +45,7 @@ describe('rate limits, in memory', () => {
   });
 
   it('counts callers without a token by address (X-Forwarded-For only with TRUST_PROXY)', async () => {
-    const app = appWith({ rateLimit: { ...h.config.rateLimit, trustProxy: true } });
+    const app = appWith({ rateLimit: { trustProxy: true } });
     const from = (ip: string) =>
       postGraphQL(app, QUERY, {}, { 'x-forwarded-for': `10.0.0.9, ${ip}` });
     for (let i = 0; i < 3; i++) expect((await from('192.0.2.1')).status).toBe(200);
@@ -58,25 +54,21 @@ describe('rate limits, in memory', () => {
   });
 
   it("uses the socket's address behind node:http", async () => {
-    const server: Server = createServer(appWith());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const server = await listen(appWith());
     try {
-      const address = server.address();
-      const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/graphql`;
       const statuses: number[] = [];
-      for (let i = 0; i < 4; i++) statuses.push((await post(url, QUERY)).status);
+      for (let i = 0; i < 4; i++) statuses.push((await post(server.url, QUERY)).status);
       expect(statuses).toEqual([200, 200, 200, 429]);
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
   });
 
   it('in service-key mode, counts unaccepted tokens by address: guessing is limited', async () => {
     const app = appWith({
-      upstream: { ...h.config.upstream, apiKey: 'facade-key' },
+      upstream: { apiKey: 'facade-key' },
       clientTokens: ['good-token'],
-      rateLimit: { ...h.config.rateLimit, trustProxy: true },
+      rateLimit: { trustProxy: true },
     });
     const guess = (token: string) =>
       postGraphQL(app, QUERY, {}, { ...bearer(token), 'x-forwarded-for': '198.51.100.7' });
@@ -87,7 +79,7 @@ describe('rate limits, in memory', () => {
   });
 
   it('charges a batch one point per operation', async () => {
-    const app = appWith({ limits: { ...defaultConfig().limits, batchingLimit: 5 } });
+    const app = appWith({ limits: { batchingLimit: 5 } });
     const batch = (n: number) =>
       app.fetch('http://facade.test/graphql', {
         method: 'POST',

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import { type Harness, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const PAGE = `query($limit: Int, $offset: Int) {
   repositories(limit: $limit, offset: $offset) {
@@ -38,12 +38,7 @@ async function direct(h: Harness, query: string, token?: string) {
 }
 
 describe('repositories', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness({ sandbox: { repositories: 30, maxPageSize: 100 } });
-  });
-  afterAll(() => h.close());
-  beforeEach(() => h.sandbox.clearRequests());
+  const h = useHarness({ sandbox: { repositories: 30, maxPageSize: 100 } });
 
   it('maps a page faithfully and sends limit and offset as given', async () => {
     const result = await h.gql<{ repositories: Page }>(

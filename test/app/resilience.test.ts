@@ -1,11 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fault } from '../../sandbox/server.js';
-import { createApp } from '../../src/app.js';
-import { defaultConfig } from '../../src/config.js';
-import { type CompletedCall, UpstreamClient } from '../../src/upstream/client.js';
-import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+import type { CompletedCall } from '../../src/upstream/client.js';
+import { createHarness, upstreamRequests, useHarness } from '../helpers/harness.js';
+import { freePort, type Listening, listen } from '../helpers/net.js';
 
 const LIST = '{ repositories(limit: 3) { total items { id } } }';
 const ROUTE = 'GET /git/v1/repo';
@@ -18,23 +15,15 @@ async function timed<T>(run: () => Promise<T>) {
 }
 
 describe('upstream faults', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness({
-      config: {
-        upstream: {
-          timeoutMs: TIMEOUT_MS,
-          maxResponseBytes: 64 * 1024,
-          retries: 0,
-          breakerThreshold: 0,
-        },
+  const h = useHarness({
+    config: {
+      upstream: {
+        timeoutMs: TIMEOUT_MS,
+        maxResponseBytes: 64 * 1024,
+        retries: 0,
+        breakerThreshold: 0,
       },
-    });
-  });
-  afterAll(() => h.close());
-  beforeEach(() => {
-    h.sandbox.clearFaults();
-    h.sandbox.clearRequests();
+    },
   });
 
   const cases: Array<[string, Fault, string]> = [
@@ -60,10 +49,7 @@ describe('upstream faults', () => {
   }
 
   it('answers a closed port with UPSTREAM_UNAVAILABLE in time', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const { port } = closed.address() as AddressInfo;
-    await new Promise((resolve) => closed.close(resolve));
+    const port = await freePort();
     const broken = await createHarness({
       upstreamUrl: `http://127.0.0.1:${port}`,
       config: { upstream: { timeoutMs: TIMEOUT_MS } },
@@ -82,16 +68,8 @@ describe('upstream faults', () => {
 });
 
 describe('retries', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness({
-      config: { upstream: { timeoutMs: 1_500, retries: 2, breakerThreshold: 0 } },
-    });
-  });
-  afterAll(() => h.close());
-  beforeEach(() => {
-    h.sandbox.clearFaults();
-    h.sandbox.clearRequests();
+  const h = useHarness({
+    config: { upstream: { timeoutMs: 1_500, retries: 2, breakerThreshold: 0 } },
   });
 
   it('retries a read after 502, 503, 504 and a reset, then succeeds', async () => {
@@ -192,32 +170,18 @@ describe('circuit breaker', () => {
 });
 
 describe('a client that goes away', () => {
-  let h: Harness;
-  let server: Server;
-  let calls: CompletedCall[];
+  const calls: CompletedCall[] = [];
+  const h = useHarness({ onCall: (call) => calls.push(call) });
+  let server: Listening;
   beforeAll(async () => {
-    h = await createHarness();
-    calls = [];
-    const config = defaultConfig();
-    const client = new UpstreamClient({
-      baseUrl: h.sandbox.url,
-      ...config.upstream,
-      onCall: (c) => calls.push(c),
-    });
-    server = createServer(createApp({ config, client, logError: () => {} }));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    server = await listen(h.app);
   });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await h.close();
-  });
+  afterAll(() => server.close());
 
   it('aborts its in-flight upstream read', async () => {
     h.sandbox.setFault(ROUTE, { delayMs: 5_000, times: 1 });
-    const { port } = server.address() as AddressInfo;
     const abort = new AbortController();
-    const pending = fetch(`http://127.0.0.1:${port}/graphql`, {
+    const pending = fetch(server.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ query: LIST }),

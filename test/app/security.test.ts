@@ -1,12 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { getIntrospectionQuery } from 'graphql';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { type Config, defaultConfig } from '../../src/config.js';
-import { createHarness, type Harness, postGraphQL, upstreamRequests } from '../helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import {
+  createHarness,
+  type Harness,
+  postGraphQL,
+  upstreamRequests,
+  useHarness,
+} from '../helpers/harness.js';
+import { listen } from '../helpers/net.js';
 
 const REPOS = '{ repositories(limit: 2) { items { id } } }';
 const FULL_PAGE = `repositoriesConnection(first: 100) { totalCount
@@ -15,23 +18,8 @@ const FULL_PAGE = `repositoriesConnection(first: 100) { totalCount
     branch(name: "main") { name target isDefault } tags { name target message }
     tag(name: "v1") { name target message } } } }`;
 
-const withLimits = (limits: Partial<Config['limits']>, rest: Partial<Config> = {}) => ({
-  ...rest,
-  limits: { ...defaultConfig().limits, ...limits },
-});
-
-/** An app with `config` over the harness's sandbox, for settings the harness's app lacks. */
-function appWith(h: Harness, config: Partial<Config>) {
-  return createApp({ config: { ...h.config, ...config }, client: h.client, logError: () => {} });
-}
-
 describe('limits', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(() => h.close());
-  beforeEach(() => h.sandbox.clearRequests());
+  const h = useHarness();
 
   const expectRefused = (
     response: Awaited<ReturnType<Harness['gql']>>,
@@ -83,7 +71,7 @@ describe('limits', () => {
   });
 
   it('uses the configured limits, not only the defaults', async () => {
-    const app = appWith(h, withLimits({ maxDepth: 2, maxAliases: 0 }));
+    const app = h.createApp({ config: { limits: { maxDepth: 2, maxAliases: 0 } } });
     const deep = await postGraphQL(app, '{ repositories { items { id } } }');
     expectRefused(deep, 'GRAPHQL_VALIDATION_FAILED', /depth limit of 2 exceeded, found 3/i);
     const alias = await postGraphQL(app, '{ a: repositories { total } }');
@@ -104,7 +92,7 @@ describe('limits', () => {
   });
 
   it('turns introspection off with INTROSPECTION=false', async () => {
-    const app = appWith(h, withLimits({ introspection: false }));
+    const app = h.createApp({ config: { limits: { introspection: false } } });
     const response = await postGraphQL(app, '{ __schema { types { name } } }');
     expectRefused(response, 'GRAPHQL_VALIDATION_FAILED', /introspection has been disabled/i);
     const typename = await postGraphQL(app, '{ __typename }');
@@ -115,27 +103,25 @@ describe('limits', () => {
     const dev = await h.gql('{ repositories { totl } }');
     expect(dev.errors?.[0]?.message).toMatch(/Did you mean "total"/);
 
-    const app = appWith(h, { production: true });
+    const app = h.createApp({ config: { production: true } });
     const prod = await postGraphQL(app, '{ repositories { totl } }');
     expect(prod.errors?.[0]?.extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(prod.errors?.[0]?.message).not.toMatch(/Did you mean|total"/);
   });
 
   it('answers 413 to a body above MAX_BODY_BYTES, before parsing it', async () => {
-    const app = appWith(h, withLimits({ maxBodyBytes: 1024 }));
+    const app = h.createApp({ config: { limits: { maxBodyBytes: 1024 } } });
     const response = await postGraphQL(app, `{ repositories { total } } # ${'x'.repeat(2000)}`);
     expect(response.status).toBe(413);
     expectRefused(response, 'BAD_USER_INPUT', /too large/i);
   });
 
   it('answers 413 to a declared Content-Length above MAX_BODY_BYTES over real HTTP', async () => {
-    const app = appWith(h, withLimits({ maxBodyBytes: 1024 }));
-    const server = createServer(app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const app = h.createApp({ config: { limits: { maxBodyBytes: 1024 } } });
+    const server = await listen(app);
     try {
-      const { port } = server.address() as AddressInfo;
       const post = (query: string) =>
-        fetch(`http://127.0.0.1:${port}/graphql`, {
+        fetch(server.url, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ query }),
@@ -143,13 +129,12 @@ describe('limits', () => {
       expect((await post(`{ repositories { total } } # ${'x'.repeat(2000)}`)).status).toBe(413);
       expect((await post('{ repositories { total } }')).status).toBe(200);
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
   });
 
   it('refuses batched requests unless BATCHING_LIMIT allows them', async () => {
-    const batch = (app: ReturnType<typeof createApp>, n: number) =>
+    const batch = (app: Harness['app'], n: number) =>
       app.fetch('http://facade.test/graphql', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -164,7 +149,7 @@ describe('limits', () => {
     expect(body.errors[0]?.message).toMatch(/batching is not supported/i);
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
 
-    const on = appWith(h, withLimits({ batchingLimit: 2 }));
+    const on = h.createApp({ config: { limits: { batchingLimit: 2 } } });
     const two = await batch(on, 2);
     expect(((await two.json()) as unknown[]).length).toBe(2);
     const three = await batch(on, 3);
@@ -173,15 +158,16 @@ describe('limits', () => {
 });
 
 describe('CSRF and CORS', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(() => h.close());
-  beforeEach(() => h.sandbox.clearRequests());
+  const h = useHarness();
 
-  const get = (app: ReturnType<typeof createApp>, headers: Record<string, string> = {}) =>
+  const get = (app: Harness['app'], headers: Record<string, string> = {}) =>
     app.fetch(`http://facade.test/graphql?query=${encodeURIComponent(REPOS)}`, { headers });
+  const postFromEvil = (app: Harness['app']) =>
+    app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
+      body: JSON.stringify({ query: REPOS }),
+    });
 
   it('refuses a GET without a CSRF header, and a form POST, before anything runs', async () => {
     const response = await get(h.app);
@@ -206,11 +192,7 @@ describe('CSRF and CORS', () => {
   });
 
   it('sends no CORS headers to another origin by default, preflight included', async () => {
-    const cross = await h.app.fetch('http://facade.test/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
-      body: JSON.stringify({ query: REPOS }),
-    });
+    const cross = await postFromEvil(h.app);
     expect(cross.headers.get('access-control-allow-origin')).toBeNull();
     expect(cross.headers.get('access-control-allow-credentials')).toBeNull();
     const preflight = await h.app.fetch('http://facade.test/graphql', {
@@ -221,7 +203,7 @@ describe('CSRF and CORS', () => {
   });
 
   it('allows exactly the CORS_ORIGINS, without credentials', async () => {
-    const app = appWith(h, { corsOrigins: ['https://app.example.com'] });
+    const app = h.createApp({ config: { corsOrigins: ['https://app.example.com'] } });
     const preflight = await app.fetch('http://facade.test/graphql', {
       method: 'OPTIONS',
       headers: {
@@ -234,11 +216,7 @@ describe('CSRF and CORS', () => {
     expect(preflight.headers.get('access-control-allow-headers')).toMatch(/authorization/);
     expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
 
-    const other = await app.fetch('http://facade.test/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
-      body: JSON.stringify({ query: REPOS }),
-    });
+    const other = await postFromEvil(app);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 });

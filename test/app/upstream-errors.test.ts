@@ -1,20 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHarness, type Harness, upstreamRequests } from '../helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import { createHarness, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const LIST = '{ repositories(limit: 2) { total items { id } } }';
 const CREATE = 'mutation { createDomainVerification(input: { domain: "example.com" }) { id } }';
 
 describe('upstream errors', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    // No retries here: each status is seen once, so the mapping itself is what is tested.
-    h = await createHarness({ config: { upstream: { retries: 0, breakerThreshold: 0 } } });
-  });
-  afterAll(() => h.close());
-  beforeEach(() => {
-    h.sandbox.clearFaults();
-    h.sandbox.clearRequests();
-  });
+  // No retries here: each status is seen once, so the mapping itself is what is tested.
+  const h = useHarness({ config: { upstream: { retries: 0, breakerThreshold: 0 } } });
 
   const table: Array<[number, string]> = [
     [400, 'BAD_USER_INPUT'],

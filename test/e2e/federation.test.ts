@@ -10,32 +10,13 @@ import {
   type SubgraphSource,
 } from '../../scripts/supergraph.js';
 import { type Gateway, startGateway } from '../helpers/gateway.js';
-import { createHarness, type GraphQLResponse, type Harness } from '../helpers/harness.js';
+import { postGraphQL, useHarness } from '../helpers/harness.js';
 import { type Listening, listen } from '../helpers/net.js';
 
-const WAIT_MS = 10_000;
 const HEADERS = { authorization: 'Bearer federation-test', 'x-request-id': 'federation-test-1' };
 
-async function post<T = Record<string, unknown>>(
-  url: string,
-  query: string,
-  variables?: Record<string, unknown>,
-) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/graphql-response+json',
-      ...HEADERS,
-    },
-    body: JSON.stringify({ query, variables }),
-    signal: AbortSignal.timeout(WAIT_MS),
-  });
-  return {
-    status: response.status,
-    ...((await response.json()) as Omit<GraphQLResponse<T>, 'status' | 'headers'>),
-  };
-}
+const post = <T = Record<string, unknown>>(url: string, query: string) =>
+  postGraphQL<T>(url, query, undefined, HEADERS);
 
 async function fetchSdl(url: string): Promise<string> {
   const { data } = await post<{ _service: { sdl: string } }>(url, '{ _service { sdl } }');
@@ -44,14 +25,13 @@ async function fetchSdl(url: string): Promise<string> {
 }
 
 describe('federation', () => {
-  let harness: Harness;
+  const harness = useHarness();
   let facade: Listening;
   let catalog: Listening;
   let gateway: Gateway;
   let subgraphs: SubgraphSource[];
 
   beforeAll(async () => {
-    harness = await createHarness();
     facade = await listen(harness.app);
     catalog = await listen(createCatalogApp());
     // Composed from what the running subgraphs answer, as a gateway polling them would.
@@ -64,7 +44,6 @@ describe('federation', () => {
 
   afterAll(async () => {
     await Promise.allSettled([gateway?.close(), catalog?.close(), facade?.close()]);
-    await harness?.close();
   });
 
   /** Runs one operation and returns its answer with the upstream requests it caused. */

@@ -10,7 +10,9 @@ export type NameBehaviour =
   | { txt: Array<string | string[]> }
   /** The name exists but has no TXT record (NOERROR, no answers). */
   | { exists: true }
-  | { rcode: 'REFUSED' | 'SERVFAIL' };
+  | { rcode: 'REFUSED' | 'SERVFAIL' }
+  /** No answer at all, as from a resolver that times out. */
+  | { silent: true };
 
 export interface DnsQuery {
   /** Lower-cased, no trailing dot. */
@@ -58,6 +60,7 @@ export async function startDnsServer(): Promise<TestDnsServer> {
       const name = normalise(question.name);
       log.push({ name, type: question.type, transport });
       const behaviour = table.get(name);
+      if (behaviour && 'silent' in behaviour) return;
       if (!behaviour) response.header.rcode = RCODE.NXDOMAIN;
       else if ('rcode' in behaviour) response.header.rcode = RCODE[behaviour.rcode];
       else if ('txt' in behaviour && question.type === Packet.TYPE.TXT) {

@@ -20,11 +20,8 @@ export interface FacadeProcess {
 
 const ENTRY = ['--import', 'tsx', 'src/main.ts'];
 
-/** Runs the facade to completion (for start-up failures): its exit code and output. */
-export function runFacade(
-  env: Record<string, string>,
-  timeoutMs = 20_000,
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/** The facade's child process with its output collected as it comes. */
+function spawnFacade(env: Record<string, string>) {
   const child = spawn(process.execPath, ENTRY, {
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -37,13 +34,7 @@ export function runFacade(
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((resolve) => {
-    child.once('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return { child, stdout: () => stdout, stderr: () => stderr };
 }
 
 function baseEnv(): NodeJS.ProcessEnv {
@@ -52,26 +43,33 @@ function baseEnv(): NodeJS.ProcessEnv {
   return { PATH, HOME, TMPDIR, PORT: '0', LOG_LEVEL: 'info' };
 }
 
+/** Runs the facade to completion (for start-up failures): its exit code and output. */
+export function runFacade(
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const { child, stdout, stderr } = spawnFacade(env);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) => {
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout: stdout(), stderr: stderr() });
+    });
+  });
+}
+
+/** Starts the facade as `npm start` does; resolves once it has logged its port (and sandbox). */
 export async function startFacade(
   env: Record<string, string> = {},
   timeoutMs = 30_000,
 ): Promise<FacadeProcess> {
-  const child = spawn(process.execPath, ENTRY, {
-    env: { ...baseEnv(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
+  const { child, stdout, stderr } = spawnFacade(env);
   const lines: Array<Record<string, unknown>> = [];
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    out += chunk;
+  child.stdout?.on('data', () => {
     lines.length = 0;
-    for (const line of out.split('\n')) {
+    for (const line of stdout().split('\n')) {
       if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
     }
-  });
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    err += chunk;
   });
   const exited = new Promise<number | string>((resolve) => {
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
@@ -88,7 +86,7 @@ export async function startFacade(
   while (!lines.some((line) => typeof line.port === 'number')) {
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop(1_000);
-      throw new Error(`facade did not start:\n${out}\n${err}`);
+      throw new Error(`facade did not start:\n${stdout()}\n${stderr()}`);
     }
     await sleep(50);
   }
@@ -102,8 +100,8 @@ export async function startFacade(
     url: `http://127.0.0.1:${port}/graphql`,
     sandboxUrl: typeof sandboxUrl === 'string' ? sandboxUrl : undefined,
     lines,
-    stdout: () => out,
-    stderr: () => err,
+    stdout,
+    stderr,
     exited,
     stop,
   };

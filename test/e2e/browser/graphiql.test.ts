@@ -1,71 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FacadeProcess, startFacade } from '../../helpers/process.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 const START_MS = 90_000;
 const WAIT_MS = 20_000;
-
-/** A port the system just handed out; the facade binds it a moment later. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
-}
-
-/** Starts the facade as `npm start` does and resolves once it logs that it is listening. */
-async function startFacade(
-  env: Record<string, string>,
-): Promise<{ child: ChildProcess; output: () => string }> {
-  const { UPSTREAM_URL: _url, UPSTREAM_API_KEY: _key, ...inherited } = process.env;
-  // Its own process group, so that afterAll ends npx, tsx and node together.
-  const child = spawn('npx', ['tsx', 'src/main.ts'], {
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`no "listening" line within ${START_MS} ms:\n${output}`)),
-      START_MS,
-    );
-    const read = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (/listening/i.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', read);
-    child.stderr?.on('data', read);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the facade exited with ${code} before listening:\n${output}`));
-    });
-  });
-  return { child, output: () => output };
-}
-
-async function stopFacade(child: ChildProcess): Promise<void> {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  process.kill(-child.pid, 'SIGTERM');
-  const timer = setTimeout(
-    () => child.pid !== undefined && process.kill(-child.pid, 'SIGKILL'),
-    10_000,
-  );
-  await exited;
-  clearTimeout(timer);
-}
 
 /** The result pane's rendered lines (Monaco renders spaces as no-break spaces). */
 const resultText = (page: Page) =>
@@ -103,22 +46,16 @@ async function replaceQuery(page: Page, query: string): Promise<void> {
 }
 
 describe('GraphiQL in Chromium', () => {
-  let facade: ChildProcess | undefined;
+  let facade: FacadeProcess | undefined;
   let context: BrowserContext | undefined;
   let page: Page;
   let profile: string;
-  let baseUrl: string;
   let sandboxUrl: string;
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    const [port, sandboxPort] = [await freePort(), await freePort()];
-    baseUrl = `http://127.0.0.1:${port}`;
-    sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-    ({ child: facade } = await startFacade({
-      PORT: String(port),
-      SANDBOX_PORT: String(sandboxPort),
-    }));
+    facade = await startFacade({}, START_MS);
+    sandboxUrl = facade.sandboxUrl ?? '';
     profile = mkdtempSync(join(tmpdir(), 'graphiql-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -137,13 +74,13 @@ describe('GraphiQL in Chromium', () => {
     });
     context.setDefaultTimeout(WAIT_MS);
     page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${baseUrl}/graphql`, { waitUntil: 'load' });
+    await page.goto(facade.url, { waitUntil: 'load' });
     await page.locator('.graphiql-execute-button').waitFor();
   });
 
   afterAll(async () => {
     await context?.close().catch(() => {});
-    if (facade) await stopFacade(facade);
+    await facade?.stop();
     if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
