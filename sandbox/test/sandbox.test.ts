@@ -81,7 +81,7 @@ beforeEach(() => {
 });
 
 describe('sandbox', () => {
-  it('does page the repository list by limit and offset', async () => {
+  it('pages the repository list by limit and offset', async () => {
     const all = await page('?limit=10');
     const slice = await page('?limit=3&offset=2');
     expect(slice.total).toBe(30);
@@ -91,7 +91,7 @@ describe('sandbox', () => {
     expect((await page('?limit=0')).repositories).toEqual([]);
   });
 
-  it('does clamp limit to maxPageSize and return empty pages past the end', async () => {
+  it('clamps limit to maxPageSize and returns empty pages past the end', async () => {
     const clamped = await page('?limit=1000&offset=25');
     expect(clamped.repositories).toHaveLength(5);
     expect((await page('?limit=500')).repositories).toHaveLength(10);
@@ -99,7 +99,7 @@ describe('sandbox', () => {
     expect((await page('?offset=999999')).repositories).toEqual([]);
   });
 
-  it('does use 20 and 100 as the default page size and cap', async () => {
+  it('uses 20 and 100 as the default page size and cap', async () => {
     const defaults = await startSandbox();
     try {
       expect((await page('', {}, defaults)).repositories).toHaveLength(20);
@@ -110,7 +110,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does reject a bad limit or offset with 400 naming the parameter', async () => {
+  it('rejects a bad limit or offset with 400 naming the parameter', async () => {
     const cases = [
       ['limit=-1', 'limit'],
       ['limit=abc', 'limit'],
@@ -129,7 +129,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does seed each token its own deterministic repositories', async () => {
+  it('seeds each token its own deterministic repositories', async () => {
     const alice = await page('?limit=10', { authorization: 'Bearer alice' });
     const again = await page('?limit=10', { authorization: 'bearer  alice' });
     const bob = await page('?limit=10', { authorization: 'Bearer bob' });
@@ -145,7 +145,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does shape repositories like the spec, with some nameless and message-less tags', async () => {
+  it('shapes repositories like the spec, with some nameless and message-less tags', async () => {
     const first = await page('?limit=10&offset=0');
     const rest = [await page('?limit=10&offset=10'), await page('?limit=10&offset=20')];
     const repositories = [first, ...rest].flatMap((p) => p.repositories);
@@ -174,7 +174,7 @@ describe('sandbox', () => {
     expect(tags.some((tag) => typeof tag.message === 'string')).toBe(true);
   });
 
-  it('does answer 401 for a malformed Authorization header', async () => {
+  it('answers 401 for a malformed Authorization header', async () => {
     for (const authorization of ['Basic abc', 'Bearer', 'Bearer    ', '', 'Token x']) {
       const response = await call('GET', '/git/v1/repo', { headers: { authorization } });
       expect(response.status, authorization).toBe(401);
@@ -182,7 +182,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does answer 404 for unknown routes, 405 for wrong methods and 413 for huge bodies', async () => {
+  it('answers 404 for unknown routes, 405 for wrong methods and 413 for huge bodies', async () => {
     expect((await call('GET', '/git/v1/repos')).status).toBe(404);
     expect((await call('GET', '/__proto__')).status).toBe(404);
     const wrong = await call('DELETE', '/git/v1/repo');
@@ -196,7 +196,7 @@ describe('sandbox', () => {
     expect(sandbox.counts()['POST /domains/v1/verifications']).toBe(1);
   });
 
-  it('does create and verify a domain against a real DNS server', async () => {
+  it('creates and verifies a domain against a real DNS server', async () => {
     const auth = { authorization: 'Bearer dns-user' };
     const created = await call('POST', '/domains/v1/verifications', {
       body: { domain: 'example.test' },
@@ -255,7 +255,7 @@ describe('sandbox', () => {
     expect((await verify('example.test')).status).toBe(400);
   });
 
-  it('does answer 503 when DNS times out or fails', async () => {
+  it('answers 503 when DNS times out or fails', async () => {
     for (const domain of ['hang.test', 'servfail.test']) {
       await call('POST', '/domains/v1/verifications', { body: { domain } });
       const started = Date.now();
@@ -265,7 +265,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does remember dev servers per repository and report running commands', async () => {
+  it('remembers dev servers per repository and reports running commands', async () => {
     const auth = { authorization: 'Bearer dev-user' };
     const request = (body: unknown, headers = auth) =>
       call('POST', '/ephemeral/v1/dev-servers', { body, headers });
@@ -307,7 +307,7 @@ describe('sandbox', () => {
     expect(full.status).toBe(200);
   });
 
-  it('does reject bad dev server requests with 500 {response}', async () => {
+  it('rejects bad dev server requests with 500 {response}', async () => {
     const bad: Array<[string, string]> = [
       ['{"ports":[{"port":80,"targetPort":3000}]}', 'port'],
       ['{"ports":[{"port":443,"targetPort":1},{"port":443,"targetPort":2}]}', 'more than once'],
@@ -329,7 +329,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does log every request, including rejected ones, and count them', async () => {
+  it('logs every request, including rejected ones, and counts them', async () => {
     await call('GET', '/git/v1/repo?limit=2&offset=1', {
       headers: { authorization: 'Bearer log', 'X-Trace': 't1' },
     });
@@ -358,7 +358,7 @@ describe('sandbox', () => {
     expect(sandbox.counts()).toEqual({});
   });
 
-  it('does keep only the newest requests in the ring buffer but count them all', async () => {
+  it('keeps only the newest requests in the ring buffer but counts them all', async () => {
     const small = await startSandbox({ logLimit: 3 });
     try {
       for (let offset = 0; offset < 5; offset++) await page(`?offset=${offset}`, {}, small);
@@ -369,7 +369,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does inject status, body and header faults for the next N requests', async () => {
+  it('injects status, body and header faults for the next N requests', async () => {
     sandbox.setFault('GET /git/v1/repo', {
       status: 503,
       body: { message: 'down' },
@@ -393,7 +393,7 @@ describe('sandbox', () => {
     expect(raw.headers.get('content-type')).toMatch(/^text\/plain/);
   });
 
-  it('does inject delays, non-JSON, truncated, reset and oversized answers', async () => {
+  it('injects delays, non-JSON, truncated, reset and oversized answers', async () => {
     sandbox.setFault('GET /git/v1/repo', { delayMs: 150, times: 1 });
     const started = Date.now();
     expect((await call('GET', '/git/v1/repo')).status).toBe(200);
@@ -423,7 +423,7 @@ describe('sandbox', () => {
     expect(sandbox.counts()['GET /git/v1/repo']).toBe(6);
   });
 
-  it('does refuse faults unless enabled, and malformed routes', async () => {
+  it('refuses faults unless enabled, and malformed routes', async () => {
     const plain = await startSandbox();
     try {
       expect(() => plain.setFault('GET /git/v1/repo', { status: 500 })).toThrow(/disabled/);
@@ -438,7 +438,7 @@ describe('sandbox', () => {
     expect(() => sandbox.setFault('/git/v1/repo', { status: 500 })).toThrow();
   });
 
-  it('does serve the control routes over HTTP without logging them', async () => {
+  it('serves the control routes over HTTP without logging them', async () => {
     const put = await call('PUT', '/__sandbox/faults/GET/git/v1/repo', {
       body: { status: 502, times: 1 },
     });
@@ -471,7 +471,7 @@ describe('sandbox', () => {
     expect(sandbox.requests()).toEqual([]);
   });
 
-  it('does close promptly with idle and busy keep-alive connections open', async () => {
+  it('closes promptly with idle and busy keep-alive connections open', async () => {
     const doomed = await startSandbox({ faults: true });
     const agent = new Agent({ keepAlive: true });
     const get = (path: string) =>
@@ -502,7 +502,7 @@ describe('sandbox', () => {
     }
   });
 
-  it('does run as a CLI that validates its environment and stops on SIGTERM', async () => {
+  it('runs as a CLI that validates its environment and stops on SIGTERM', async () => {
     const run = (env: Record<string, string>) => {
       const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], {
         env: { ...process.env, ...env },

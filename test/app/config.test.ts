@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 
 describe('DNS configuration', () => {
-  it('does accept IP resolvers with optional ports', () => {
+  it('accepts IP resolvers with optional ports', () => {
     expect(
       loadConfig({
         DNS_SERVERS: '127.0.0.1:5353, ::1,[::1]:53',
@@ -18,7 +18,7 @@ describe('DNS configuration', () => {
   });
 
   it.each(['live.dns.google', '1.2.3.4:99999', '1.2.3:53'])(
-    'does refuse DNS_SERVERS=%j naming the variable',
+    'refuses DNS_SERVERS=%j naming the variable',
     (value) => {
       expect(() => loadConfig({ DNS_SERVERS: value })).toThrow(
         /^DNS_SERVERS: must be IP\[:port\] entries/,

@@ -32,7 +32,7 @@ async function check(domain: string, code?: string) {
 }
 
 describe('domainDnsCheck', () => {
-  it('does find the published code, joining a record sent in several strings', async () => {
+  it('finds the published code, joining a record sent in several strings', async () => {
     live.dns.setTxt(HOST, [['svc-verify-', 'abc123']]);
     expect(await check('example.com', 'svc-verify-abc123')).toEqual({
       host: HOST,
@@ -44,7 +44,7 @@ describe('domainDnsCheck', () => {
     expect(live.h.sandbox.requests()).toEqual([]);
   });
 
-  it('does answer matches null when no code is given', async () => {
+  it('answers matches null when no code is given', async () => {
     live.dns.setTxt(HOST, ['svc-verify-abc123']);
     expect(await check('example.com')).toMatchObject({
       values: ['svc-verify-abc123'],
@@ -53,7 +53,7 @@ describe('domainDnsCheck', () => {
     });
   });
 
-  it('does match any one of several TXT values, and none of them', async () => {
+  it('matches any one of several TXT values, and none of them', async () => {
     live.dns.setTxt(HOST, ['v=spf1 -all', 'svc-verify-old', 'svc-verify-new']);
     const found = await check('example.com', 'svc-verify-new');
     expect(found).toMatchObject({ matches: true, error: null });
@@ -64,7 +64,7 @@ describe('domainDnsCheck', () => {
     });
   });
 
-  it('does read a record set too large for UDP over TCP', async () => {
+  it('reads a record set too large for UDP over TCP', async () => {
     const values = Array.from({ length: 8 }, (_, i) => `${i}`.padEnd(250, 'x'));
     live.dns.setTxt(HOST, values);
     const result = await check('example.com', values[5]);
@@ -73,21 +73,21 @@ describe('domainDnsCheck', () => {
     expect(live.dns.queriesFor(HOST).map((query) => query.transport)).toContain('tcp');
   });
 
-  it('does say "no such name" for NXDOMAIN, with matches false', async () => {
+  it('says "no such name" for NXDOMAIN, with matches false', async () => {
     live.dns.remove(HOST);
     const result = await check('example.com', 'svc-verify-abc123');
     expect(result).toMatchObject({ host: HOST, values: [], matches: false });
     expect(result.error).toMatch(/^No such name: _service_custom_hostname\.example\.com/);
   });
 
-  it('does say there is no TXT record when the name exists without one', async () => {
+  it('says there is no TXT record when the name exists without one', async () => {
     live.dns.set(HOST, { exists: true });
     const result = await check('example.com', 'svc-verify-abc123');
     expect(result).toMatchObject({ values: [], matches: false });
     expect(result.error).toMatch(/^No TXT record at that name/);
   });
 
-  it('does say the resolver refused or failed, with matches null', async () => {
+  it('says the resolver refused or failed, with matches null', async () => {
     live.dns.set(HOST, { rcode: 'REFUSED' });
     expect(await check('example.com', 'c')).toMatchObject({
       values: [],
@@ -102,7 +102,7 @@ describe('domainDnsCheck', () => {
     });
   });
 
-  it('does answer "timed out" within the configured time when the resolver never answers', async () => {
+  it('answers "timed out" within the configured time when the resolver never answers', async () => {
     const silent = await startSilentDnsServer();
     try {
       const run = appWith({ servers: [silent.address], timeoutMs: 300, tries: 2 });
@@ -128,7 +128,7 @@ describe('domainDnsCheck', () => {
     }
   });
 
-  it('does say the resolver failed when nothing listens at its address', async () => {
+  it('says the resolver failed when nothing listens at its address', async () => {
     const silent = await startSilentDnsServer();
     const { address } = silent;
     await silent.close();
@@ -141,7 +141,7 @@ describe('domainDnsCheck', () => {
     });
   });
 
-  it('does make one DNS query per host and request, however often it is asked', async () => {
+  it('makes one DNS query per host and request, however often it is asked', async () => {
     live.dns.setTxt(HOST, ['svc-verify-abc123']);
     live.dns.setTxt('_service_custom_hostname.example.org', ['x']);
     const response = await live.h.gql<Record<string, Check>>(`{
@@ -165,7 +165,7 @@ describe('domainDnsCheck', () => {
     expect(live.dns.queriesFor(HOST)).toHaveLength(2);
   });
 
-  it('does trim, lower-case, drop the trailing dot and convert to punycode before looking up', async () => {
+  it('trims, lower-cases, drops the trailing dot and converts to punycode before looking up', async () => {
     live.dns.setTxt('_service_custom_hostname.xn--bcher-kva.example', ['svc-verify-idn']);
     expect(await check('  Bücher.EXAMPLE. ', ' svc-verify-idn ')).toEqual({
       host: '_service_custom_hostname.xn--bcher-kva.example',
@@ -189,7 +189,7 @@ describe('domainDnsCheck', () => {
     'exa mple.com',
     `${'a'.repeat(64)}.example`,
     `${'a.'.repeat(126)}ab`,
-  ])('does reject the domain %j as BAD_USER_INPUT without any query', async (domain) => {
+  ])('rejects the domain %j as BAD_USER_INPUT without any query', async (domain) => {
     const response = await live.h.gql(CHECK, { domain, code: 'c' });
     expect(response.data).toBeNull();
     expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
@@ -198,7 +198,7 @@ describe('domainDnsCheck', () => {
     expect(live.h.sandbox.requests()).toEqual([]);
   });
 
-  it('does reject an empty verification code as BAD_USER_INPUT naming it', async () => {
+  it('rejects an empty verification code as BAD_USER_INPUT naming it', async () => {
     const response = await live.h.gql(CHECK, { domain: 'example.com', code: '  ' });
     expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
     expect(response.errors?.[0]?.message).toMatch(/verificationCode: must not be empty/);

@@ -48,7 +48,7 @@ const upstream = () =>
 const PATH = '/domains/v1/verifications';
 
 describe('domain verification', () => {
-  it('does walk create, check, publish, check, verify', async () => {
+  it('walks create, check, publish, check, verify', async () => {
     const created = await create('flow.example');
     expect(created).toMatchObject({ domain: 'flow.example', accountId: 'demo' });
     expect(created.dnsRecord).toEqual({
@@ -84,7 +84,7 @@ describe('domain verification', () => {
     ]);
   });
 
-  it('does answer verified false with the upstream message for a wrong value', async () => {
+  it('answers verified false with the upstream message for a wrong value', async () => {
     const created = await create('wrong.example');
     live.dns.setTxt(created.dnsRecord.name, ['svc-verify-not-the-code']);
     expect(await check('wrong.example', created.verificationCode)).toMatchObject({
@@ -100,7 +100,7 @@ describe('domain verification', () => {
     });
   });
 
-  it('does answer verified false before the record is published', async () => {
+  it('answers verified false before the record is published', async () => {
     await create('early.example');
     expect(await verify('early.example')).toEqual({
       domain: 'early.example',
@@ -109,7 +109,7 @@ describe('domain verification', () => {
     });
   });
 
-  it('does verify when the code is one of several TXT values', async () => {
+  it('verifies when the code is one of several TXT values', async () => {
     const created = await create('several.example');
     live.dns.setTxt(created.dnsRecord.name, ['v=spf1 -all', created.verificationCode, 'other']);
     expect(await check('several.example', created.verificationCode)).toMatchObject({
@@ -118,7 +118,7 @@ describe('domain verification', () => {
     expect(await verify('several.example')).toMatchObject({ verified: true });
   });
 
-  it('does look up and send an internationalised domain in punycode', async () => {
+  it('looks up and sends an internationalised domain in punycode', async () => {
     const created = await create('Bücher.example');
     expect(created.domain).toBe('xn--bcher-kva.example');
     expect(created.dnsRecord.name).toBe('_service_custom_hostname.xn--bcher-kva.example');
@@ -141,7 +141,7 @@ describe('domain verification', () => {
     expect(live.dns.queries().map((query) => query.name)).toEqual([host, host]);
   });
 
-  it('does trim, lower-case and drop the trailing dot before sending', async () => {
+  it('trims, lower-cases and drops the trailing dot before sending', async () => {
     await create('  Trim.EXAMPLE. ');
     await verify('trim.example');
     expect(upstream().map((request) => request.body)).toEqual([
@@ -153,7 +153,7 @@ describe('domain verification', () => {
   it.each([
     ['createDomainVerification', CREATE],
     ['verifyDomain', VERIFY],
-  ])('does reject invalid domains in %s naming input.domain, calling nothing', async (_, query) => {
+  ])('rejects invalid domains in %s naming input.domain, calling nothing', async (_, query) => {
     for (const domain of [
       '',
       'localhost',
@@ -174,7 +174,7 @@ describe('domain verification', () => {
 });
 
 describe('domain verification credentials', () => {
-  it('does forward the caller Authorization on create and verify, within its own account', async () => {
+  it('forwards the caller Authorization on create and verify, within its own account', async () => {
     const headers = { authorization: 'Bearer domain-owner' };
     const created = await live.h.gql<{ createDomainVerification: Verification }>(
       CREATE,

@@ -6,8 +6,8 @@ import { useDnsHarness } from '../helpers/harness.js';
 
 const live = useDnsHarness();
 
-describe('GraphiQL example', () => {
-  it('does include a valid, runnable domainDnsCheck tab', async () => {
+describe('GraphiQL tabs', () => {
+  it('includes a valid, runnable domainDnsCheck tab', async () => {
     const tab = graphiqlTabs.find((candidate) => candidate.query.includes('domainDnsCheck('));
     expect(tab).toBeDefined();
     const { query, variables } = tab as { query: string; variables: string };

@@ -47,7 +47,7 @@ describe('operability', () => {
     expect(during.headers.get('connection')).toBe('close');
   });
 
-  it('can tie readiness to the upstream accepting connections', async () => {
+  it('ties readiness to the upstream accepting connections when given a probe URL', async () => {
     const up = createHealth({ probeUrl: h.sandbox.url });
     expect(await up.ready()).toBe(true);
     const down = createHealth({ probeUrl: 'http://127.0.0.1:9', probeTimeoutMs: 500 });

@@ -64,7 +64,7 @@ describe('rate limits, in memory', () => {
     }
   });
 
-  it('in service-key mode, counts unaccepted tokens by address: guessing is limited', async () => {
+  it('counts unaccepted tokens by address in service-key mode, so guessing is limited', async () => {
     const app = appWith({
       upstream: { apiKey: 'facade-key' },
       clientTokens: ['good-token'],

@@ -79,7 +79,7 @@ describe('repositories', () => {
     });
   });
 
-  it('does not send an omitted limit or offset', async () => {
+  it('sends neither limit nor offset when they are omitted', async () => {
     const result = await h.gql<{ repositories: Page }>(
       '{ repositories { total offset items { id } } }',
     );

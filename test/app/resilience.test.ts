@@ -94,7 +94,7 @@ describe('retries', () => {
     expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(3);
   });
 
-  it('does not retry a 500 or a 4xx', async () => {
+  it('retries neither a 500 nor a 4xx', async () => {
     h.sandbox.setFault(ROUTE, { status: 500, body: { message: 'bug' }, times: 1 });
     expect((await h.gql(LIST)).errors?.[0]?.extensions.code).toBe('UPSTREAM_ERROR');
     h.sandbox.setFault(ROUTE, { status: 400, body: { message: 'bad' }, times: 1 });
@@ -169,7 +169,7 @@ describe('circuit breaker', () => {
   });
 });
 
-describe('a client that goes away', () => {
+describe('cancellation', () => {
   const calls: CompletedCall[] = [];
   const h = useHarness({ onCall: (call) => calls.push(call) });
   let server: Listening;
@@ -178,7 +178,7 @@ describe('a client that goes away', () => {
   });
   afterAll(() => server.close());
 
-  it('aborts its in-flight upstream read', async () => {
+  it('aborts the upstream read of a client that goes away', async () => {
     h.sandbox.setFault(ROUTE, { delayMs: 5_000, times: 1 });
     const abort = new AbortController();
     const pending = fetch(server.url, {

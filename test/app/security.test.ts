@@ -221,7 +221,7 @@ describe('CSRF and CORS', () => {
   });
 });
 
-describe('no shared caching', () => {
+describe('caching', () => {
   it('never serves one caller the answer fetched for another, even when it says public', async () => {
     const h = await createHarness();
     try {

@@ -166,7 +166,7 @@ describe('federation', () => {
     }
   });
 
-  it('`npm run supergraph` writes a supergraph of the facade and the catalog', async () => {
+  it('writes a supergraph of the facade and the catalog with `npm run supergraph`', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'supergraph-'));
     const out = join(dir, 'supergraph.graphql');
     try {

@@ -5,7 +5,7 @@ import { type FacadeProcess, post, runFacade, startFacade } from '../helpers/pro
 
 const REPOS = 'query Repos { repositories(limit: 3) { total items { id defaultBranch } } }';
 
-describe('the process, as `npm start` runs it', () => {
+describe('the facade process, as `npm start` runs it', () => {
   let facade: FacadeProcess;
   beforeAll(async () => {
     facade = await startFacade({ PORT: '0' });
