@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
+import { CallBudget } from './upstream/budget.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
   createTxtLoader,
@@ -8,7 +9,7 @@ import {
   type TxtLoader,
   type TxtResolver,
 } from './upstream/dns.js';
-import { createLoaders, type Loaders } from './upstream/loaders.js';
+import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
 
 /** What the facade adds to Yoga's own context for one request. */
 export interface RequestContext {
@@ -46,6 +47,8 @@ export function createContextFactory({
   client,
   txtResolver = createTxtResolver(config.dns),
 }: ContextDeps) {
+  // What the upstream's short answers taught about its page size, for every request's plans.
+  const pageCap = createPageCap();
   return (initial: YogaInitialContext): RequestContext => {
     const { headers, signal } = initial.request;
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
@@ -58,12 +61,16 @@ export function createContextFactory({
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
+      budget: new CallBudget(config.maxUpstreamCalls),
     };
     return {
       config,
       client,
       call,
-      loaders: createLoaders(client, call, { maxCoalescedRange: config.maxCoalescedRange }),
+      loaders: createLoaders(client, call, {
+        maxCoalescedRange: config.maxCoalescedRange,
+        pageCap,
+      }),
       txtLookups: createTxtLoader(txtResolver, signal),
       requestId,
       upstreamCalls,

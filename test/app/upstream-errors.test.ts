@@ -26,7 +26,7 @@ describe('upstream errors', () => {
         body: { message: `upstream says ${status}` },
       });
       const result = await h.gql(LIST);
-      expect(result.data).toBeNull();
+      expect(result.data).toEqual({ repositories: null });
       const [error] = result.errors ?? [];
       expect(error?.message).toBe(`upstream says ${status}`);
       expect(error?.extensions).toEqual({
