@@ -155,9 +155,6 @@ const DevServerRef = builder.objectRef<WireDevServer>('DevServer').implement({
 builder.mutationFields((t) => ({
   requestDevServer: t.field({
     type: DevServerRef,
-    // Nullable: a mutation cut off (by MAX_UPSTREAM_CALLS, say) must not hide the answers of
-    // the mutations before it, whose effects have happened.
-    nullable: true,
     description:
       'Requests a dev server for a repository. Checked before any upstream call; never retried automatically.',
     args: { input: t.arg({ type: RequestDevServerInput, required: true }) },

@@ -124,9 +124,6 @@ const NOT_AN_ANSWER = new Set([401, 403, 429]);
 builder.mutationFields((t) => ({
   createDomainVerification: t.field({
     type: DomainVerificationRef,
-    // Nullable: a mutation cut off (by MAX_UPSTREAM_CALLS, say) must not hide the answers of
-    // the mutations before it, whose effects have happened.
-    nullable: true,
     description:
       'Creates a verification code for a domain; publish `dnsRecord`, then call verifyDomain.',
     args: { input: t.arg({ type: CreateDomainVerificationInput, required: true }) },
@@ -134,9 +131,6 @@ builder.mutationFields((t) => ({
   }),
   verifyDomain: t.field({
     type: DomainVerificationResultRef,
-    // Nullable: a mutation cut off (by MAX_UPSTREAM_CALLS, say) must not hide the answers of
-    // the mutations before it, whose effects have happened.
-    nullable: true,
     description:
       'Asks the upstream to check the TXT record. "Not yet" is `verified: false` with a message, not an error.',
     args: { input: t.arg({ type: VerifyDomainInput, required: true }) },
