@@ -36,6 +36,11 @@ export interface ContextDeps {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+// The budget rides on the HTTP request, not on the context: Yoga builds one context per operation
+// of a batch, and a batch must not multiply MAX_UPSTREAM_CALLS by its length.
+const BUDGET = Symbol('upstreamBudget');
+type Budgeted = Request & { [BUDGET]?: CallBudget };
+
 /** The caller's x-request-id when it is one we pass on (short, no spaces or control bytes). */
 export function acceptedRequestId(value: string | null): string | undefined {
   return value && REQUEST_ID.test(value) ? value : undefined;
@@ -61,7 +66,7 @@ export function createContextFactory({
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
-      budget: new CallBudget(config.maxUpstreamCalls),
+      budget: ((initial.request as Budgeted)[BUDGET] ??= new CallBudget(config.maxUpstreamCalls)),
     };
     return {
       config,

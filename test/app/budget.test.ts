@@ -125,3 +125,26 @@ describe('fan-out of one small document', () => {
     expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(10);
   });
 });
+
+describe('upstream call budget of a batch', () => {
+  const h = useHarness({
+    config: { maxUpstreamCalls: 2, limits: { batchingLimit: 3 } },
+  });
+
+  it('shares one budget among the operations of one HTTP request', async () => {
+    const response = await h.app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(
+        [0, 1, 2].map((i) => ({ query: `{ repositories(limit: 1, offset: ${i}) { total } }` })),
+      ),
+    });
+    const results = (await response.json()) as Array<{
+      errors?: Array<{ extensions: { code: string } }>;
+    }>;
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(2);
+    expect(results.flatMap((r) => r.errors ?? []).map((e) => e.extensions.code)).toEqual([
+      'UPSTREAM_BUDGET_EXCEEDED',
+    ]);
+  });
+});
