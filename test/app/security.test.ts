@@ -78,6 +78,8 @@ describe('limits', () => {
     // The same document with small pages is cheap: the check is not cached per document.
     const small = await h.gql(connection, { n: 1 });
     expect(small.errors).toBeUndefined();
+    const again = await h.gql(connection, { n: 100 });
+    expect(again.errors?.[0]?.extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
     h.sandbox.clearRequests();
 
     const list = `query($n: Int) { ${['a', 'b', 'c', 'd']

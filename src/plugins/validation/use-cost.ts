@@ -5,6 +5,8 @@ import {
   getOperationAST,
   getVariableValues,
   type OperationDefinitionNode,
+  type ValueNode,
+  visit,
 } from 'graphql';
 import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
 import type { Plugin } from 'graphql-yoga';
@@ -18,6 +20,8 @@ const OBJECT_COST = 2;
 const DEPTH_FACTOR = 1.5;
 const PAGE_ARGUMENTS = new Set(['first', 'limit']);
 const INTROSPECTION = new Set(['__schema', '__type']);
+// Costs kept per document, one per set of values of the variables the cost depends on.
+const COSTS_PER_DOCUMENT = 32;
 
 export interface CostOptions {
   maxCost: number;
@@ -43,12 +47,13 @@ function estimator(maxPageSize: number): ComplexityEstimator {
 /**
  * The cost of an operation, with its variables, checked after validation and before anything
  * executes: a document's cost depends on its variables, so this cannot be a validation rule (Yoga
- * caches validation per document). Operations without variables are costed once per document.
+ * caches validation per document).
  */
 export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
   const estimators = [estimator(maxPageSize)];
-  // Parsed documents are cached by Yoga, so the same object comes back for the same text.
-  const fixedCosts = new WeakMap<DocumentNode, Map<string, number>>();
+  // Parsed documents are cached by Yoga, so the same object comes back for the same text; the
+  // cost is computed again only when a variable it depends on changes.
+  const known = new WeakMap<DocumentNode, { variables: string[]; costs: Map<string, number> }>();
 
   const costOf = (
     schema: GraphQLSchema,
@@ -57,9 +62,13 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
     variables: Record<string, unknown> | undefined,
   ): number => {
     const operationName = operation.name?.value;
-    const fixed = !operation.variableDefinitions?.length;
-    const key = operationName ?? '';
-    const cached = fixed ? fixedCosts.get(document)?.get(key) : undefined;
+    let entry = known.get(document);
+    if (!entry) {
+      entry = { variables: costVariables(document), costs: new Map() };
+      known.set(document, entry);
+    }
+    const key = `${operationName ?? ''}:${JSON.stringify(entry.variables.map((name) => variables?.[name]))}`;
+    const cached = entry.costs.get(key);
     if (cached !== undefined) return cached;
     const cost = getComplexity({
       schema,
@@ -68,11 +77,8 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
       ...(operationName ? { operationName } : {}),
       estimators,
     });
-    if (fixed) {
-      const costs = fixedCosts.get(document) ?? new Map<string, number>();
-      costs.set(key, cost);
-      fixedCosts.set(document, costs);
-    }
+    if (entry.costs.size >= COSTS_PER_DOCUMENT) entry.costs.clear();
+    entry.costs.set(key, cost);
     return cost;
   };
 
@@ -108,6 +114,32 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
       }
     },
   };
+}
+
+/** The variables the cost can depend on: those in page sizes and in directives (@include, @skip). */
+function costVariables(document: DocumentNode): string[] {
+  const names = new Set<string>();
+  const collect = (value: ValueNode) =>
+    visit(value, {
+      Variable(node) {
+        names.add(node.name.value);
+      },
+    });
+  let inDirective = 0;
+  visit(document, {
+    Directive: {
+      enter() {
+        inDirective++;
+      },
+      leave() {
+        inDirective--;
+      },
+    },
+    Argument(node) {
+      if (inDirective > 0 || PAGE_ARGUMENTS.has(node.name.value)) collect(node.value);
+    },
+  });
+  return [...names].sort();
 }
 
 function refusal(message: string): FacadeError {
