@@ -41,6 +41,12 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const BUDGET = Symbol('upstreamBudget');
 type Budgeted = Request & { [BUDGET]?: CallBudget };
 
+function requestBudget(request: Request, limit: number): CallBudget {
+  const budgeted = request as Budgeted;
+  budgeted[BUDGET] ??= new CallBudget(limit);
+  return budgeted[BUDGET];
+}
+
 /** The caller's x-request-id when it is one we pass on (short, no spaces or control bytes). */
 export function acceptedRequestId(value: string | null): string | undefined {
   return value && REQUEST_ID.test(value) ? value : undefined;
@@ -66,7 +72,7 @@ export function createContextFactory({
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
-      budget: ((initial.request as Budgeted)[BUDGET] ??= new CallBudget(config.maxUpstreamCalls)),
+      budget: requestBudget(initial.request, config.maxUpstreamCalls),
     };
     return {
       config,
