@@ -1,5 +1,6 @@
 import { type AddressInfo, createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { type FacadeProcess, post, runFacade, startFacade } from '../helpers/process.js';
@@ -71,7 +72,11 @@ describe('configuration errors', () => {
   it('stops start-up with one stderr line naming the variable, no secret, no stack, exit 1', async () => {
     const cases: Array<[Record<string, string>, RegExp, string?]> = [
       [{ MAX_DEPTH: 'deep' }, /^Invalid configuration: MAX_DEPTH: must be a whole number/],
-      [{ REDIS_URL: 'http://user:hunter2@cache:6379' }, /^Invalid configuration: REDIS_URL: /, 'hunter2'],
+      [
+        { REDIS_URL: 'http://user:hunter2@cache:6379' },
+        /^Invalid configuration: REDIS_URL: /,
+        'hunter2',
+      ],
       [
         { UPSTREAM_API_KEY: 'key-hunter2' },
         /^Invalid configuration: UPSTREAM_API_KEY: .*CLIENT_TOKENS/,
@@ -188,6 +193,57 @@ describe('shutdown on SIGTERM', () => {
         expect.arrayContaining(['draining', 'stopped']),
       );
     } finally {
+      await facade.stop(5_000);
+    }
+  }, 40_000);
+
+  it('lets every keep-alive client finish what it sends, answering it with Connection: close', async () => {
+    const facade = await startFacade({ SHUTDOWN_GRACE_MS: '10000' });
+    const origin = new URL(facade.url).origin;
+    // One keep-alive connection each, as a load balancer or a service's HTTP client holds them.
+    const clients = Array.from({ length: 12 }, () => new Client(origin, { pipelining: 1 }));
+    let signalled = false;
+    const failures: string[] = [];
+    const closedAfterSignal = new Set<number>();
+    const run = async (client: Client, index: number) => {
+      const until = () => signalled && Date.now() > stopAt;
+      while (!until()) {
+        try {
+          const answer = await client.request({
+            path: '/graphql',
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ query: '{ __typename }' }),
+          });
+          const body = await answer.body.text();
+          if (answer.statusCode !== 200) failures.push(`${answer.statusCode} ${body}`);
+          if (answer.headers.connection === 'close') {
+            if (signalled) closedAfterSignal.add(index);
+            return;
+          }
+        } catch (error) {
+          failures.push(String((error as { code?: string }).code ?? error));
+          return;
+        }
+        // Some send back to back, some sit idle for a while between requests.
+        await sleep(index % 3 === 0 ? 0 : 50 + ((index * 37) % 300));
+      }
+    };
+    let stopAt = Number.POSITIVE_INFINITY;
+    try {
+      const running = clients.map(run);
+      await sleep(600);
+      facade.child.kill('SIGTERM');
+      signalled = true;
+      stopAt = Date.now() + 2_000;
+      await Promise.all(running);
+      expect(failures).toEqual([]);
+      expect(closedAfterSignal.size).toBe(clients.length);
+      expect(await Promise.race([facade.exited, sleep(10_000).then(() => 'still running')])).toBe(
+        0,
+      );
+    } finally {
+      await Promise.all(clients.map((client) => client.destroy()));
       await facade.stop(5_000);
     }
   }, 40_000);
