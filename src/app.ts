@@ -10,6 +10,7 @@ import { graphiqlTabs } from './plugins/request/graphiql-tabs.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
 import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
+import { useMediaType } from './plugins/request/use-media-type.js';
 import { useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
@@ -82,6 +83,7 @@ export function createApp({
       : []),
     ...(serviceKeyClients ? [useClientTokens(serviceKeyClients)] : []),
     useBodySizeLimit(config.limits.maxBodyBytes),
+    useMediaType(),
     // At parse and validation: depth, tokens, aliases, directives, cost, introspection.
     ...useLimits(config),
     // At execution: each validated document is compiled to a function once, cached per parsed
