@@ -16,6 +16,7 @@ import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useLimits } from './plugins/validation/use-limits.js';
+import { useListLimits } from './plugins/validation/use-list-limits.js';
 import { schema } from './schema/index.js';
 import type { UpstreamClient } from './upstream/client.js';
 
@@ -86,6 +87,8 @@ export function createApp({
     useMediaType(),
     // At parse and validation: depth, tokens, aliases, directives, cost, introspection.
     ...useLimits(config),
+    // At execution, before the variables are coerced: lists no longer than their maximum.
+    useListLimits(),
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache.
     useGraphQlJit() as Plugin,
