@@ -229,12 +229,12 @@ async function main() {
   const config = readConfig();
   const logger = createLogger(config.logLevel);
   // Until the server listens, whatever fails is a start-up failure: one stderr line, exit 1.
-  const failedToStart = (error: unknown): never =>
-    failStartup(
-      error instanceof StartupError
-        ? `Cannot start: ${error.message}`
-        : unexpectedFailure(error, config),
-    );
+  const failedToStart = (error: unknown): never => {
+    if (error instanceof StartupError) failStartup(`Cannot start: ${error.message}`);
+    // Some values are only judged when used (DNS_SERVERS by c-ares): still configuration errors.
+    if (error instanceof ConfigError) failStartup(`Invalid configuration: ${error.message}`);
+    failStartup(unexpectedFailure(error, config));
+  };
   let onFailure: (error: unknown, kind: string) => void = failedToStart;
   process.on('uncaughtException', (error) => onFailure(error, 'uncaught exception'));
   process.on('unhandledRejection', (error) => onFailure(error, 'unhandled rejection'));
