@@ -15,6 +15,7 @@ import { useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
+import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { useListLimits } from './plugins/validation/use-list-limits.js';
 import { schema } from './schema/index.js';
@@ -85,10 +86,13 @@ export function createApp({
     ...(serviceKeyClients ? [useClientTokens(serviceKeyClients)] : []),
     useBodySizeLimit(config.limits.maxBodyBytes),
     useMediaType(),
-    // At parse and validation: depth, tokens, aliases, directives, cost, introspection.
+    // At parse and validation: depth, tokens, aliases, directives, introspection.
     ...useLimits(config),
-    // At execution, before the variables are coerced: lists no longer than their maximum.
+    // Before execution and before anything coerces the variables (the cost does): lists no
+    // longer than their maximum.
     useListLimits(),
+    // Before execution, with the variables: the cost, which grows with `limit` and `first`.
+    useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize }),
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache.
     useGraphQlJit() as Plugin,

@@ -133,6 +133,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     baseUrl: upstreamUrl,
     ...config.upstream,
     onCall: (call) => metrics.observeUpstreamCall(call),
+    onBreakerChange: (state) => metrics.observeBreaker(state),
   });
   const health = createHealth({
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
