@@ -10,12 +10,14 @@ import { graphiqlTabs } from './plugins/request/graphiql-tabs.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
 import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
+import { useMediaType } from './plugins/request/use-media-type.js';
 import { useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
+import { useListLimits } from './plugins/validation/use-list-limits.js';
 import { schema } from './schema/index.js';
 import type { UpstreamClient } from './upstream/client.js';
 
@@ -83,8 +85,12 @@ export function createApp({
       : []),
     ...(serviceKeyClients ? [useClientTokens(serviceKeyClients)] : []),
     useBodySizeLimit(config.limits.maxBodyBytes),
+    useMediaType(),
     // At parse and validation: depth, tokens, aliases, directives, introspection.
     ...useLimits(config),
+    // Before execution and before anything coerces the variables (the cost does): lists no
+    // longer than their maximum.
+    useListLimits(),
     // Before execution, with the variables: the cost, which grows with `limit` and `first`.
     useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize }),
     // At execution: each validated document is compiled to a function once, cached per parsed

@@ -47,19 +47,50 @@ const origin = z.string().refine((value) => {
   }
 });
 
+// Parsed by hand, not with z.url(): a value `new URL` refuses must become an issue, never a
+// TypeError, and no message may repeat the value, which can hold a password or a key.
 const upstreamUrl = z
   .string()
   .trim()
-  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
-  .refine((value) => {
-    const url = new URL(value);
-    return url.username === '' && url.password === '';
-  }, 'must not embed credentials; use UPSTREAM_API_KEY')
-  .transform((value) => value.replace(/\/+$/, ''));
+  .transform((value, ctx) => {
+    const fail = (message: string) => {
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    };
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      return fail(
+        'must be an http(s) URL such as https://api.example.com (a port, if any, 1-65535)',
+      );
+    }
+    if (!/^https?:$/.test(url.protocol)) return fail('must be an http(s) URL');
+    if (url.hostname === '') return fail('must name a host');
+    if (url.username !== '' || url.password !== '')
+      return fail('must not embed credentials; use UPSTREAM_API_KEY');
+    // The client joins paths to the origin and path; a query or fragment here would be dropped.
+    if (url.search !== '' || url.hash !== '') return fail('must not have a query or fragment');
+    return value.replace(/\/+$/, '');
+  });
+
+// An IP address or a DNS host name; whether it is an address of this machine, only listen() knows.
+const HOST_NAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+const host = z
+  .string()
+  .trim()
+  .refine(
+    (value) => isIP(value) !== 0 || HOST_NAME.test(value),
+    'must be an IP address or a host name',
+  );
+
+// RFC 6750's token68: what a caller can send after "Bearer ". Anything else could never match.
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 const schema = z.object({
   PORT: int(0, 65535).default(4000),
-  HOST: z.string().trim().min(1).optional(),
+  HOST: host.optional(),
   UPSTREAM_URL: upstreamUrl.optional(),
   UPSTREAM_API_KEY: z.string().trim().min(1).optional(),
   UPSTREAM_TIMEOUT_MS: int(1, 600_000).default(10_000),
@@ -69,12 +100,31 @@ const schema = z.object({
   UPSTREAM_RETRIES: int(0, 10).default(2),
   BREAKER_THRESHOLD: int(0, 1000).default(5),
   BREAKER_COOLDOWN_MS: int(1, 600_000).default(5_000),
-  DNS_SERVERS: list.pipe(z.array(dnsServer, 'must be host[:port] entries')).optional(),
+  DNS_SERVERS: list
+    .pipe(
+      z
+        .array(dnsServer, 'must be host[:port] entries')
+        .min(1, 'must name at least one server (unset it for the system resolvers)'),
+    )
+    .optional(),
   DNS_TIMEOUT_MS: int(1, 60_000).default(3_000),
   DNS_TRIES: int(1, 10).default(2),
   MAX_PAGE_SIZE: int(1, 10_000).default(100),
   MAX_COALESCED_RANGE: int(0, 100_000).default(200),
-  CLIENT_TOKENS: list.pipe(z.array(z.string())).optional(),
+  CLIENT_TOKENS: list
+    .pipe(
+      z
+        .array(
+          z
+            .string()
+            .regex(
+              BEARER_TOKEN,
+              'must be comma-separated bearer tokens (letters, digits, -._~+/ and trailing =)',
+            ),
+        )
+        .min(1, 'must name at least one token'),
+    )
+    .optional(),
   ALLOW_ANONYMOUS_SERVICE_KEY: bool.default(false),
   SANDBOX_REPOSITORIES: int(0, 1_000_000).default(50),
   SANDBOX_PORT: int(0, 65535).default(0),
@@ -105,12 +155,14 @@ const schema = z.object({
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(25_000),
   READINESS_CHECK_UPSTREAM: bool.default(false),
   MAX_UPSTREAM_CALLS: int(1, 10_000).default(20),
+  // Explicit choice of the built-in sandbox as the upstream; required for it in production.
+  SANDBOX: bool.optional(),
 });
 
 type Env = z.output<typeof schema>;
 
-// Never echoed back, not even in a start-up error.
-const SECRETS = new Set(['UPSTREAM_API_KEY', 'CLIENT_TOKENS', 'REDIS_URL']);
+// Never echoed back, not even in a start-up error: keys, tokens, and URLs that can carry a password.
+const SECRETS = new Set(['UPSTREAM_API_KEY', 'CLIENT_TOKENS', 'REDIS_URL', 'UPSTREAM_URL']);
 
 export interface Config {
   port: number;
@@ -224,12 +276,34 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`${name}: ${issue?.message ?? 'invalid'}${shown}`);
   }
   const config = toConfig(parsed.data);
+  checkUpstreamChoice(parsed.data);
   if (config.upstream.apiKey && !config.clientTokens?.length && !config.allowAnonymousServiceKey) {
     throw new ConfigError(
       'UPSTREAM_API_KEY: service-key mode acts for every caller; set CLIENT_TOKENS, or ALLOW_ANONYMOUS_SERVICE_KEY=true to run without a client check',
     );
   }
   return config;
+}
+
+/**
+ * The sandbox answers with invented data: a production deploy that forgot UPSTREAM_URL must not
+ * start and look healthy.
+ */
+function checkUpstreamChoice(env: Env): void {
+  if (env.SANDBOX === true && env.UPSTREAM_URL !== undefined) {
+    throw new ConfigError(
+      'SANDBOX: true serves the built-in sandbox; unset UPSTREAM_URL, or SANDBOX',
+    );
+  }
+  if (env.UPSTREAM_URL !== undefined || env.SANDBOX === true) return;
+  if (env.SANDBOX === false) {
+    throw new ConfigError('UPSTREAM_URL: not set, and SANDBOX=false refuses the built-in sandbox');
+  }
+  if (env.NODE_ENV === 'production') {
+    throw new ConfigError(
+      'UPSTREAM_URL: not set; in production the built-in sandbox runs only with SANDBOX=true',
+    );
+  }
 }
 
 /** Defaults for tests and tools: the same schema, no environment. */

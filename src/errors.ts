@@ -46,16 +46,48 @@ export class FacadeError extends GraphQLError {
   }
 }
 
+/** Cuts `text` to `max` characters, saying how much was left out. */
+export function truncate(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
+
+// graphql-js and Yoga quote a caller's values in their messages (a variable's value, a parameter's
+// name): each quoted part is cut, and the message as a whole, so an answer cannot be made to
+// carry back megabytes of what was sent.
+const MAX_QUOTED = 64; // LONG_QUOTED keeps this many characters of a quoted part
+const MAX_MESSAGE = 1_000;
+const LONG_QUOTED = /"((?:[^"\\]|\\.){64})(?:[^"\\]|\\.)+"/g;
+
+/** A message fit to return or log when parts of it may be the caller's. */
+export function boundMessage(message: string): string {
+  const cut = message.length > MAX_QUOTED ? message.replace(LONG_QUOTED, '"$1…"') : message;
+  return truncate(cut, MAX_MESSAGE);
+}
+
 export interface InputIssue {
   path: string;
   message: string;
 }
 
+// Enough to fix a request; a list of thousands of bad items must not answer with one issue each.
+const MAX_ISSUES = 10;
+
 /** The facade's own validation failed; nothing was sent upstream. */
 export class BadUserInputError extends FacadeError {
   constructor(issues: InputIssue[]) {
-    const text = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
-    super('BAD_USER_INPUT', `Invalid input: ${text}`, { issues });
+    const shown = issues.slice(0, MAX_ISSUES).map((issue) => ({
+      path: truncate(issue.path, 200),
+      message: boundMessage(issue.message),
+    }));
+    const more = issues.length - shown.length;
+    const text = shown.map((issue) => `${issue.path}: ${issue.message}`).join('; ');
+    super(
+      'BAD_USER_INPUT',
+      `Invalid input: ${text}${more > 0 ? `; and ${more} more issues` : ''}`,
+      more > 0 ? { issues: shown, moreIssues: more } : { issues: shown },
+    );
   }
 }
 
@@ -162,17 +194,27 @@ export function maskError(error: unknown, log: (error: unknown) => void): Error 
     if (error instanceof FacadeError || error.originalError instanceof FacadeError) return error;
     const fromGraphql = !error.originalError || isGraphQLError(error.originalError);
     if (fromGraphql && error.path === undefined) {
-      if (CONTRACT_CODES.has(error.extensions?.code)) return error;
-      // Yoga's own request errors carry codes of their own (REQUEST_ENTITY_TOO_LARGE,
-      // BAD_REQUEST); the contract promises one of its codes, and these are about the request.
+      const message = boundMessage(error.message);
       if (error.extensions) {
-        (error.extensions as Record<string, unknown>).code = 'BAD_USER_INPUT';
+        const extensions = error.extensions as Record<string, unknown>;
+        // Yoga attaches the JSON parser's own error, which quotes the body it could not parse.
+        if ('originalError' in extensions) {
+          delete extensions.originalError;
+          // Yoga keys the 400 of an unparsable body to that error; without it, a client
+          // accepting application/json would get 200 for a request the server could not read.
+          const http = extensions.http as { spec?: boolean } | undefined;
+          if (http) http.spec = false;
+        }
+        // Yoga's own request errors carry codes of their own (REQUEST_ENTITY_TOO_LARGE,
+        // BAD_REQUEST); the contract promises one of its codes, and these are about the request.
+        if (!CONTRACT_CODES.has(extensions.code)) extensions.code = 'BAD_USER_INPUT';
+        if (message !== error.message) error.message = message;
         return error;
       }
       // graphql-jit's variable errors carry no extensions object at all: build the coded copy.
       return new FacadeError(
         'BAD_USER_INPUT',
-        error.message,
+        message,
         {},
         { nodes: error.nodes, source: error.source, positions: error.positions },
       );

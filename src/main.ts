@@ -1,21 +1,78 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import { Server as NetServer } from 'node:net';
+import type { Sandbox } from '../sandbox/server.js';
 import { createApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { createHealth } from './observability/health.js';
+import { createHealth, type Health } from './observability/health.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
-import { createRateLimiter } from './plugins/request/use-rate-limit.js';
+import { createRateLimiter, type RateLimiter } from './plugins/request/use-rate-limit.js';
 import { UpstreamClient } from './upstream/client.js';
+
+/**
+ * A start-up failure the operator can act on: the message names the variable to change. Before
+ * the server listens every failure ends as one stderr line and exit 1, never as a stack.
+ */
+class StartupError extends Error {}
+
+/** Before any logger exists (the log level is configuration too), and for start-up failures. */
+function failStartup(line: string): never {
+  process.stderr.write(`${line}\n`);
+  process.exit(1);
+}
 
 function readConfig(): Config {
   try {
     return loadConfig();
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    // One line naming the variable, before any logger exists: the log level is configuration too.
-    process.stderr.write(`Invalid configuration: ${error.message}\n`);
-    process.exit(1);
+    if (error instanceof ConfigError) failStartup(`Invalid configuration: ${error.message}`);
+    // The value is not repeated: it may be any variable's, a secret's included.
+    failStartup(`Invalid configuration: could not be read (${errorName(error)})`);
   }
+}
+
+const errorName = (error: unknown) => (error instanceof Error ? error.name : typeof error);
+
+const LISTEN_REASONS: Record<string, string> = {
+  EADDRINUSE: 'the port is already in use',
+  EACCES: 'not permitted to listen on this port',
+  EADDRNOTAVAIL: 'not an address of this machine',
+  EAFNOSUPPORT: 'this machine does not support that address family',
+  ENOTFOUND: 'the host name does not resolve',
+  EAI_AGAIN: 'the host name could not be resolved now',
+};
+const PORT_CODES = new Set(['EADDRINUSE', 'EACCES']);
+
+/** Why listen() failed, naming the variable that chose the port (or the host) and the reason. */
+function listenFailure(
+  error: unknown,
+  variables: { port: string; host: string },
+  where: string,
+): StartupError {
+  const code = (error as { code?: unknown })?.code;
+  const known = typeof code === 'string' && code in LISTEN_REASONS;
+  const variable = known && !PORT_CODES.has(code) ? variables.host : variables.port;
+  const reason = known
+    ? `${LISTEN_REASONS[code]} (${code})`
+    : `listen failed (${String(code ?? errorName(error))})`;
+  return new StartupError(`${variable}: cannot listen on ${where}: ${reason}`);
+}
+
+/**
+ * The one line for a failure nobody foresaw: its first line, bounded, with every configured
+ * secret blanked out, since a library may quote the URL or key it was given.
+ */
+function unexpectedFailure(error: unknown, config: Config): string {
+  const raw = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  let line = (raw.split('\n')[0] ?? '').slice(0, 300);
+  const secrets = [
+    config.upstream.apiKey,
+    ...(config.clientTokens ?? []),
+    config.rateLimit.redisUrl,
+    config.rateLimit.redisUrl && new URL(config.rateLimit.redisUrl).password,
+  ];
+  for (const secret of secrets) if (secret) line = line.split(secret).join('[redacted]');
+  return `Cannot start: ${line}`;
 }
 
 /** Where the URL shows a password (REDIS_URL may), only its scheme, host and port are logged. */
@@ -39,29 +96,37 @@ function exitAfterFlush(logger: Logger, code: number): void {
   setTimeout(() => process.exit(code), 1_000).unref();
 }
 
-async function main() {
-  const config = readConfig();
-  const logger = createLogger(config.logLevel);
-  process.on('uncaughtException', (error) => {
-    logger.fatal({ err: error }, 'uncaught exception');
-    exitAfterFlush(logger, 1);
-  });
-  process.on('unhandledRejection', (error) => {
-    logger.fatal({ err: error }, 'unhandled rejection');
-    exitAfterFlush(logger, 1);
-  });
+/** What main() has started: the process must close these again on the way out. */
+interface Started {
+  server: Server;
+  client: UpstreamClient;
+  health: Health;
+  sandbox: Sandbox | undefined;
+  rateLimiter: RateLimiter | undefined;
+  redisReady: Promise<boolean> | undefined;
+  upstreamUrl: string;
+}
 
+async function start(config: Config, logger: Logger): Promise<Started> {
   // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
   // sandbox is a separate program: this is the one place the facade imports it, and only on demand.
-  const sandbox = config.upstreamUrl
-    ? undefined
-    : await (await import('../sandbox/server.js')).startSandbox({
-        port: config.sandbox.port,
-        repositories: config.sandbox.repositories,
-        dnsServers: config.dns.servers,
-        dnsTimeoutMs: config.dns.timeoutMs,
-        faults: config.sandbox.faults,
-      });
+  let sandbox: Sandbox | undefined;
+  if (!config.upstreamUrl) {
+    const { startSandbox } = await import('../sandbox/server.js');
+    sandbox = await startSandbox({
+      port: config.sandbox.port,
+      repositories: config.sandbox.repositories,
+      dnsServers: config.dns.servers,
+      dnsTimeoutMs: config.dns.timeoutMs,
+      faults: config.sandbox.faults,
+    }).catch((error: unknown) => {
+      throw listenFailure(
+        error,
+        { port: 'SANDBOX_PORT', host: 'SANDBOX_PORT' },
+        `127.0.0.1:${config.sandbox.port} for the built-in sandbox`,
+      );
+    });
+  }
   const upstreamUrl = config.upstreamUrl ?? (sandbox?.url as string);
   const metrics = createMetrics({ processMetrics: true });
   const client = new UpstreamClient({
@@ -80,49 +145,70 @@ async function main() {
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.
   const server = createServer(yoga);
-  server.once('error', (error) => {
-    logger.fatal({ err: error }, `cannot listen on ${config.host ?? '*'}:${config.port}`);
-    exitAfterFlush(logger, 1);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch((error: unknown) => {
+    throw listenFailure(
+      error,
+      { port: 'PORT', host: 'HOST' },
+      `${config.host ?? '*'}:${config.port}`,
+    );
   });
+  return { server, client, health, sandbox, rateLimiter, redisReady, upstreamUrl };
+}
 
-  server.listen(config.port, config.host, async () => {
-    const address = server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
-    logger.info({ url, port }, `GraphQL facade listening on ${url} (GraphiQL in a browser)`);
-    if (sandbox) {
-      logger.info(
-        { upstream: 'sandbox', sandboxUrl: sandbox.url, faults: config.sandbox.faults },
-        `Upstream: the built-in sandbox at ${sandbox.url} (set UPSTREAM_URL to front a real upstream)`,
+async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
+  const { server, sandbox, rateLimiter, redisReady, upstreamUrl } = started;
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
+  logger.info({ url, port }, `GraphQL facade listening on ${url} (GraphiQL in a browser)`);
+  if (sandbox) {
+    logger.info(
+      { upstream: 'sandbox', sandboxUrl: sandbox.url, faults: config.sandbox.faults },
+      `Upstream: the built-in sandbox at ${sandbox.url} (set UPSTREAM_URL to front a real upstream)`,
+    );
+  } else {
+    logger.info(
+      { upstream: new URL(upstreamUrl).origin },
+      `Upstream: ${new URL(upstreamUrl).origin}`,
+    );
+  }
+  warnAboutCredentials(config, logger);
+  if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
+  else if (config.rateLimit.redisUrl) {
+    const where = safeOrigin(config.rateLimit.redisUrl);
+    if (await redisReady)
+      logger.info({ store: 'redis', redis: where }, `Rate limits shared in Redis at ${where}`);
+    else
+      logger.error(
+        { store: 'redis', redis: where },
+        `Redis at ${where} not reachable yet; each replica counts alone until it is`,
       );
-    } else {
-      logger.info(
-        { upstream: new URL(upstreamUrl).origin },
-        `Upstream: ${new URL(upstreamUrl).origin}`,
-      );
-    }
-    warnAboutCredentials(config, logger);
-    if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
-    else if (config.rateLimit.redisUrl) {
-      const where = safeOrigin(config.rateLimit.redisUrl);
-      if (await redisReady)
-        logger.info({ store: 'redis', redis: where }, `Rate limits shared in Redis at ${where}`);
-      else
-        logger.error(
-          { store: 'redis', redis: where },
-          `Redis at ${where} not reachable yet; each replica counts alone until it is`,
-        );
-    }
-  });
+  }
+}
 
+/**
+ * SIGTERM: readiness turns 503 and the listener closes, but open connections are not cut: each
+ * ends after its next answer, which says `Connection: close`, or when it has stayed idle for the
+ * keep-alive timeout the server announced. Closing an idle keep-alive connection at once (what
+ * http.Server#close does) resets requests that clients are already sending on it.
+ */
+function drainOnSignals(config: Config, logger: Logger, started: Started): void {
+  const { server, client, health, sandbox, rateLimiter } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     health.startDraining();
     logger.info({ signal, graceMs: config.shutdownGraceMs }, 'draining');
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
+    const closed = new Promise<void>((resolve) =>
+      NetServer.prototype.close.call(server, () => resolve()),
+    );
     const grace = new Promise<'timeout'>((resolve) =>
       setTimeout(() => resolve('timeout'), config.shutdownGraceMs),
     );
@@ -138,6 +224,30 @@ async function main() {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function main() {
+  const config = readConfig();
+  const logger = createLogger(config.logLevel);
+  // Until the server listens, whatever fails is a start-up failure: one stderr line, exit 1.
+  const failedToStart = (error: unknown): never => {
+    if (error instanceof StartupError) failStartup(`Cannot start: ${error.message}`);
+    // Some values are only judged when used (DNS_SERVERS by c-ares): still configuration errors.
+    if (error instanceof ConfigError) failStartup(`Invalid configuration: ${error.message}`);
+    failStartup(unexpectedFailure(error, config));
+  };
+  let onFailure: (error: unknown, kind: string) => void = failedToStart;
+  process.on('uncaughtException', (error) => onFailure(error, 'uncaught exception'));
+  process.on('unhandledRejection', (error) => onFailure(error, 'unhandled rejection'));
+
+  const started = await start(config, logger).catch(failedToStart);
+  // Once serving, a crash is the log's: a fatal line with its stack, flushed before exiting.
+  onFailure = (error, kind) => {
+    logger.fatal({ err: error }, kind);
+    exitAfterFlush(logger, 1);
+  };
+  drainOnSignals(config, logger, started);
+  await announce(config, logger, started);
 }
 
 await main();

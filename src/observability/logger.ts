@@ -2,6 +2,7 @@ import type { YogaLogger } from '@graphql-yoga/logger';
 import { GraphQLError } from 'graphql';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { Config } from '../config.js';
+import { truncate } from '../errors.js';
 
 export type { Logger } from 'pino';
 
@@ -18,6 +19,42 @@ const REDACT = [
   'req.headers.cookie',
 ];
 
+// Every logged string is bounded: much of what a line holds can come from a caller (an
+// operation name, an error message quoting a value), and a line is not a place for megabytes.
+const MAX_STRING = 1_000;
+const MAX_STACK = 4_000;
+const MAX_ITEMS = 20;
+const MAX_DEPTH = 4;
+
+/** Strings cut, lists and objects shortened, plain data only; class instances (errors) are left to their serializer. */
+function bounded(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return truncate(value, MAX_STRING);
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth >= MAX_DEPTH) return '[nested]';
+  if (Array.isArray(value)) {
+    const items = value.slice(0, MAX_ITEMS).map((item) => bounded(item, depth + 1));
+    if (value.length > MAX_ITEMS) items.push(`[${value.length - MAX_ITEMS} more]`);
+    return items;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value;
+  const out: Record<string, unknown> = {};
+  let kept = 0;
+  for (const [key, item] of Object.entries(value)) {
+    if (kept++ === MAX_ITEMS) break;
+    out[key] = bounded(item, depth + 1);
+  }
+  return out;
+}
+
+/** pino's error serializer, bounded: the message and stack of an error can quote a caller's value. */
+function boundedError(error: unknown): unknown {
+  const { stack, ...rest } = pino.stdSerializers.err(error as Error) as { stack?: unknown };
+  const out = bounded(rest) as Record<string, unknown>;
+  if (typeof stack === 'string') out.stack = truncate(stack, MAX_STACK);
+  return out;
+}
+
 /** JSON lines on stdout (or `destination`, for tests); the level comes from LOG_LEVEL. */
 export function createLogger(
   level: Config['logLevel'] = 'info',
@@ -27,7 +64,15 @@ export function createLogger(
     level,
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label: string) => ({ level: label }) },
+    serializers: { err: boundedError },
+    formatters: {
+      level: (label: string) => ({ level: label }),
+      log: (object: Record<string, unknown>) => {
+        const out: Record<string, unknown> = {};
+        for (const [key, value] of Object.entries(object)) out[key] = bounded(value);
+        return out;
+      },
+    },
   };
   // Asynchronous writes keep a write(2) per request line off the request path; main.ts flushes
   // before the process exits, or the last lines are lost.
@@ -41,7 +86,9 @@ export function silentLogger(): Logger {
 
 /**
  * Yoga's own logger, routed to pino. Yoga logs a masked error as the GraphQLError that wraps
- * it; the original (with its stack) is what helps whoever reads the log.
+ * it; the original (with its stack) is what helps whoever reads the log. A caller's mistake (a
+ * refused request, a variable of the wrong type) is a debug line that names its kind and code
+ * only: its message quotes the caller's values, which may be secrets or megabytes.
  */
 export function yogaLogger(logger: Logger): YogaLogger {
   const child = logger.child({ component: 'yoga' });
@@ -50,22 +97,38 @@ export function yogaLogger(logger: Logger): YogaLogger {
     (...args: unknown[]): void => {
       const [first, ...rest] = args;
       if (first instanceof Error) {
+        if (isCallerMistake(first)) {
+          if (child.isLevelEnabled('debug')) {
+            const code = (first as { extensions?: { code?: unknown } }).extensions?.code;
+            child.debug({ errorType: first.name, code }, 'caller mistake (values not logged)');
+          }
+          return;
+        }
         const err =
           first instanceof GraphQLError && first.originalError ? first.originalError : first;
-        // A refused request (CSRF, bad JSON, too large) is the caller's mistake, already counted
-        // in the request line and the metrics: an `error` line with a stack would cry wolf.
-        const at = isClientError(first) && level === 'error' ? 'debug' : level;
-        if (child.isLevelEnabled(at)) child[at]({ err }, err.message);
+        if (child.isLevelEnabled(level)) child[level]({ err }, truncate(err.message, MAX_STRING));
         return;
       }
       if (!child.isLevelEnabled(level)) return;
-      child[level]([first, ...rest].map(String).join(' '));
+      child[level](truncate([first, ...rest].map(String).join(' '), MAX_STRING));
     };
   return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
 }
 
-function isClientError(error: Error): boolean {
-  const status = (error as { extensions?: { http?: { status?: unknown } } }).extensions?.http
-    ?.status;
-  return typeof status === 'number' && status >= 400 && status < 500;
+/**
+ * A refused request (CSRF, bad JSON, too large: a 4xx), or graphql-js's own error about the
+ * request (a variable that does not coerce), which has no original error and no path. Already
+ * counted in the request line and the metrics.
+ */
+function isCallerMistake(error: Error): boolean {
+  const graphql = error as {
+    extensions?: { http?: { status?: unknown } };
+    originalError?: unknown;
+    path?: unknown;
+  };
+  const status = graphql.extensions?.http?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) return true;
+  return (
+    error.name === 'GraphQLError' && graphql.originalError == null && graphql.path === undefined
+  );
 }

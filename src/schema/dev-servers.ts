@@ -3,6 +3,10 @@ import type { WireDevServer, WireDevServerRequest } from '../upstream/wire.js';
 import { builder } from './builder.js';
 
 const EXTERNAL_PORTS = [443, 8081];
+// List lengths, read by useListLimits for variables and by the rules below for literals: each
+// external port at most once, and more variables than any dev server needs.
+const MAX_PORTS = EXTERNAL_PORTS.length;
+const MAX_ENV_VARS = 1000;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const nonBlank = (what: string) =>
@@ -12,9 +16,10 @@ const nonBlank = (what: string) =>
     .nullish();
 
 /** Reports every repeat of a key at `[index].field`, so the client sees the exact offending path. */
-const uniqueBy = <T>(field: string & keyof T, what: string) =>
+const uniqueBy = <T>(field: string & keyof T, what: string, max: number) =>
   z
     .array(z.custom<T>())
+    .max(max, `at most ${max} entries`)
     .nullish()
     .superRefine((list, ctx) => {
       const seen = new Set<unknown>();
@@ -32,6 +37,7 @@ const uniqueBy = <T>(field: string & keyof T, what: string) =>
 
 const EnvVarInput = builder.inputType('EnvVarInput', {
   description: 'An environment variable of the dev server.',
+  extensions: { maxItems: MAX_ENV_VARS },
   fields: (t) => ({
     name: t.string({
       required: true,
@@ -44,6 +50,7 @@ const EnvVarInput = builder.inputType('EnvVarInput', {
 
 const PortMappingInput = builder.inputType('PortMappingInput', {
   description: 'An external port of the dev server and the port inside it that it forwards to.',
+  extensions: { maxItems: MAX_PORTS },
   fields: (t) => ({
     port: t.int({
       required: true,
@@ -81,8 +88,8 @@ const RequestDevServerInput = builder.inputType('RequestDevServerInput', {
     }),
     envVars: t.field({
       type: [EnvVarInput],
-      description: 'Environment variables; names are unique. Sent upstream as an object.',
-      validate: uniqueBy<{ name: string }>('name', 'the variable'),
+      description: `Environment variables, at most ${MAX_ENV_VARS}; names are unique. Sent upstream as an object.`,
+      validate: uniqueBy<{ name: string }>('name', 'the variable', MAX_ENV_VARS),
     }),
     computeClass: t.string({
       description:
@@ -95,8 +102,8 @@ const RequestDevServerInput = builder.inputType('RequestDevServerInput', {
     }),
     ports: t.field({
       type: [PortMappingInput],
-      description: 'External port mappings; each external port at most once.',
-      validate: uniqueBy<{ port: number }>('port', 'external port'),
+      description: `External port mappings, at most ${MAX_PORTS}; each external port at most once.`,
+      validate: uniqueBy<{ port: number }>('port', 'external port', MAX_PORTS),
     }),
     baseId: t.string({
       description: 'Deprecated upstream.',

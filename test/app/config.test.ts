@@ -26,3 +26,78 @@ describe('DNS configuration', () => {
     },
   );
 });
+
+describe('start-up configuration', () => {
+  it.each([
+    'not-a-url',
+    'http://',
+    'http://[::1',
+    'http://api.example:99999',
+    'ftp://api.example',
+    'http://api.example/v1?key=s3cretpw',
+    'http://user:s3cretpw@exa mple.com',
+    'http://user:s3cretpw@api.example',
+  ])('refuses UPSTREAM_URL=%j without echoing it', (value) => {
+    expect(() => loadConfig({ UPSTREAM_URL: value })).toThrow(/^UPSTREAM_URL: /);
+    try {
+      loadConfig({ UPSTREAM_URL: value });
+    } catch (error) {
+      expect((error as Error).message).not.toContain(value);
+      expect((error as Error).message).not.toContain('s3cretpw');
+    }
+  });
+
+  it('keeps a valid UPSTREAM_URL, without its trailing slash', () => {
+    expect(loadConfig({ UPSTREAM_URL: 'https://api.example:8443/base/' }).upstreamUrl).toBe(
+      'https://api.example:8443/base',
+    );
+  });
+
+  it('refuses DNS_SERVERS that name no server', () => {
+    expect(() => loadConfig({ DNS_SERVERS: ',,,' })).toThrow(/^DNS_SERVERS: .*at least one/);
+  });
+
+  it.each(['tok with space', 'good-token,bad"quote', 'a,,\u00e9t\u00e9', ' , '])(
+    'refuses CLIENT_TOKENS=%j that no bearer token can match, without echoing it',
+    (value) => {
+      const env = { UPSTREAM_API_KEY: 'key', CLIENT_TOKENS: value };
+      expect(() => loadConfig(env)).toThrow(/^CLIENT_TOKENS: /);
+      try {
+        loadConfig(env);
+      } catch (error) {
+        for (const token of value.split(',').filter((t) => t.trim().length > 2))
+          expect((error as Error).message).not.toContain(token.trim());
+      }
+    },
+  );
+
+  it('accepts bearer tokens of every token68 character', () => {
+    const tokens = 'abc-DEF_123.~+/==, tok2';
+    expect(loadConfig({ UPSTREAM_API_KEY: 'key', CLIENT_TOKENS: tokens }).clientTokens).toEqual([
+      'abc-DEF_123.~+/==',
+      'tok2',
+    ]);
+  });
+
+  it('refuses HOST values that are neither an address nor a host name', () => {
+    expect(() => loadConfig({ HOST: 'http://0.0.0.0' })).toThrow(/^HOST: /);
+    expect(loadConfig({ HOST: '::' }).host).toBe('::');
+    expect(loadConfig({ HOST: 'facade.internal' }).host).toBe('facade.internal');
+  });
+
+  it('refuses to serve the built-in sandbox in production unless SANDBOX=true', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/^UPSTREAM_URL: .*SANDBOX=true/);
+    expect(loadConfig({ NODE_ENV: 'production', SANDBOX: 'true' }).upstreamUrl).toBeUndefined();
+    expect(
+      loadConfig({ NODE_ENV: 'production', UPSTREAM_URL: 'https://api.example' }).upstreamUrl,
+    ).toBe('https://api.example');
+    expect(loadConfig({}).upstreamUrl).toBeUndefined();
+  });
+
+  it('refuses SANDBOX settings that contradict UPSTREAM_URL', () => {
+    expect(() => loadConfig({ SANDBOX: 'true', UPSTREAM_URL: 'https://api.example' })).toThrow(
+      /^SANDBOX: /,
+    );
+    expect(() => loadConfig({ SANDBOX: 'false' })).toThrow(/^UPSTREAM_URL: /);
+  });
+});

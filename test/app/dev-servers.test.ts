@@ -147,6 +147,49 @@ describe('requestDevServer', () => {
     });
   }
 
+  it('refuses a list longer than its maximum with one issue, before checking its items', async () => {
+    const lists = {
+      ports: Array.from({ length: 30_000 }, () => ({ port: 1, targetPort: 0 })),
+      envVars: Array.from({ length: 30_000 }, (_, i) => ({ name: `${i}-bad`, value: 'x' })),
+    };
+    for (const [field, list] of Object.entries(lists)) {
+      const max = field === 'ports' ? 2 : 1000;
+      const result = await h.gql(REQUEST, { input: { [field]: list } });
+      expect(result.errors).toHaveLength(1);
+      expect(result.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+      // One issue for the list as a whole: none of its items was looked at.
+      expect(result.errors?.[0]?.extensions.issues).toEqual([
+        { path: `$input.${field}`, message: `at most ${max} entries (got 30000)` },
+      ]);
+    }
+    // Written in the document rather than in a variable, the same maximum holds.
+    const literal = await h.gql(
+      'mutation { requestDevServer(input: { ports: [{ port: 443, targetPort: 1 }, { port: 8081, targetPort: 2 }, { port: 443, targetPort: 3 }] }) { isNew } }',
+    );
+    expect(literal.errors?.[0]?.message).toContain('input.ports: at most 2 entries');
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+  });
+
+  it('accepts lists up to their maximum', async () => {
+    const envVars = Array.from({ length: 1000 }, (_, i) => ({ name: `V${i}`, value: 'x' }));
+    const ports = [
+      { port: 443, targetPort: 3000 },
+      { port: 8081, targetPort: 8081 },
+    ];
+    const result = await h.gql(REQUEST, { input: { envVars, ports } });
+    expect(result.errors).toBeUndefined();
+    expect(Object.keys(sent().envVars as object)).toHaveLength(1000);
+  });
+
+  it('reports the first ten issues and how many more there were', async () => {
+    const envVars = Array.from({ length: 50 }, (_, i) => ({ name: `${i}bad`, value: 'x' }));
+    const result = await h.gql(REQUEST, { input: { envVars } });
+    const error = result.errors?.[0];
+    expect(error?.extensions.issues).toHaveLength(10);
+    expect(error?.extensions.moreIssues).toBe(40);
+    expect(error?.message).toMatch(/input\.envVars\[9\]\.name: .*; and 40 more issues$/);
+  });
+
   it('answers the upstream 500 body as UPSTREAM_ERROR with its `response` text', async () => {
     h.sandbox.setFault(ROUTE, {
       status: 500,

@@ -8,10 +8,10 @@ import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js
 type LogLine = Record<string, unknown> & { msg: string; level: string };
 
 /** Log lines captured instead of printed: parsed, and as written. */
-function captureLog() {
+function captureLog(level: 'debug' | 'info' = 'debug') {
   const lines: LogLine[] = [];
   const raw: string[] = [];
-  const logger = createLogger('debug', {
+  const logger = createLogger(level, {
     write(line: string) {
       raw.push(line);
       lines.push(JSON.parse(line) as LogLine);
@@ -161,5 +161,87 @@ describe('operability', () => {
     const a = createMetrics();
     const b = createMetrics();
     expect(a.registry).not.toBe(b.registry);
+  });
+});
+
+describe('the log, for caller mistakes', () => {
+  const debug = captureLog();
+  const info = captureLog('info');
+  const h = useHarness();
+  const apps = () => [
+    { log: debug, app: h.createApp({ logger: debug.logger }) },
+    { log: info, app: h.createApp({ logger: info.logger }) },
+  ];
+  const BIG = 'x'.repeat(900_000);
+  const LINE_BOUND = 16_384;
+
+  const send = async (body: unknown) => {
+    const answers = [];
+    for (const { log, app } of apps()) {
+      log.lines.length = 0;
+      log.raw.length = 0;
+      const response = await app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      answers.push({ status: response.status, text: await response.text() });
+    }
+    return answers;
+  };
+
+  it('logs a bad variable at debug only, without its value, and answers a bounded message', async () => {
+    const answers = await send({
+      query: 'query Q($l: Int) { repositories(limit: $l) { total } }',
+      variables: { l: `sk_live_${BIG}` },
+    });
+    for (const answer of answers) {
+      expect(answer.text.length).toBeLessThan(4_096);
+      const body = JSON.parse(answer.text) as {
+        errors: Array<{ message: string; extensions: { code: string } }>;
+      };
+      expect(body.errors[0]?.extensions.code).toBe('BAD_USER_INPUT');
+      expect(body.errors[0]?.message).toMatch(/\$l/);
+    }
+    expect(info.lines.map((line) => line.level)).toEqual(['info']);
+    expect(debug.lines.some((line) => line.level === 'debug' && line.component === 'yoga')).toBe(
+      true,
+    );
+    for (const raw of [...debug.raw, ...info.raw]) {
+      expect(raw).not.toContain('sk_live_');
+      expect(raw.length).toBeLessThan(LINE_BOUND);
+    }
+  });
+
+  it('never logs a secret sent with the wrong type', async () => {
+    await send({
+      query: 'mutation M($i: RequestDevServerInput!) { requestDevServer(input: $i) { isNew } }',
+      variables: { i: { envVars: [{ name: 'STRIPE_KEY', value: ['sk_live_abc123'] }] } },
+    });
+    expect(info.lines.filter((line) => line.level !== 'info')).toEqual([]);
+    expect([...debug.raw, ...info.raw].join('\n')).not.toContain('sk_live_abc123');
+  });
+
+  it('bounds what it logs of an operation name', async () => {
+    for (const body of [
+      { query: 'query Q { __typename }', operationName: BIG },
+      { query: '{ __typename }', extensions: { [BIG]: 1 } },
+      { query: `query ${BIG.replace(/x/g, 'Q')} { __typename }` },
+    ]) {
+      await send(body);
+      expect(info.raw).toHaveLength(1);
+      for (const raw of [...debug.raw, ...info.raw]) expect(raw.length).toBeLessThan(LINE_BOUND);
+    }
+  });
+
+  it('bounds the messages of errors it logs, stack included', () => {
+    const lines: string[] = [];
+    const logger = createLogger('info', { write: (line: string) => lines.push(line) });
+    const error = new Error(`resolver failed on ${BIG}`);
+    yogaLogger(logger).error(new GraphQLError('Internal server error', { originalError: error }));
+    logger.error({ err: error, upstream: { message: BIG } }, 'upstream call failed');
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(line.length).toBeLessThan(LINE_BOUND);
+    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ level: 'error', component: 'yoga' });
   });
 });

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getIntrospectionQuery } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../../src/errors.js';
 import {
   createHarness,
   type Harness,
@@ -278,5 +279,99 @@ describe('caching', () => {
         /interceptors\s*\.\s*cache|cacheStores|new\s+CacheStore/.test(readFileSync(file, 'utf8')),
       );
     expect(offenders).toEqual([]);
+  });
+});
+
+describe('refusals', () => {
+  const h = useHarness({ config: { production: true } });
+  const MARK = 'sk_live_marker';
+
+  const refusals: Array<[string, RequestInit, number]> = [
+    [
+      'text/plain, even with the CSRF header',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', 'x-graphql-csrf': '1' },
+        body: JSON.stringify({ query: `{ __typename } # ${MARK}` }),
+      },
+      415,
+    ],
+    [
+      'application/xml',
+      { method: 'POST', headers: { 'content-type': 'application/xml' }, body: `<q>${MARK}</q>` },
+      415,
+    ],
+    [
+      'a body that is not JSON',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"query": "${MARK}`,
+      },
+      400,
+    ],
+    ['PUT', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: MARK }, 405],
+    ['HEAD', { method: 'HEAD', headers: { 'x-graphql-csrf': '1' } }, 405],
+  ];
+  for (const [what, init, status] of refusals) {
+    it(`refuses ${what} with ${status}, a contract code and nothing of the input`, async () => {
+      const response = await h.app.fetch('http://facade.test/graphql', init);
+      expect(response.status).toBe(status);
+      expect(response.headers.get('content-type')).toMatch(/json/);
+      const text = await response.text();
+      const body = JSON.parse(text) as { errors: Array<{ extensions: Record<string, unknown> }> };
+      expect(ERROR_CODES).toContain(body.errors[0]?.extensions.code);
+      expect(body.errors[0]?.extensions.originalError).toBeUndefined();
+      expect(text).not.toContain(MARK);
+      expect(text).not.toMatch(/position \d+/);
+      expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+    });
+  }
+
+  it('refuses an Accept it cannot answer before anything runs', async () => {
+    const response = await h.app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/xml' },
+      body: JSON.stringify({
+        query: 'mutation { requestDevServer(input: { repoId: "r" }) { isNew } }',
+      }),
+    });
+    expect(response.status).toBe(406);
+    const body = (await response.json()) as { errors: Array<{ extensions: { code: string } }> };
+    expect(body.errors[0]?.extensions.code).toBe('BAD_USER_INPUT');
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+    for (const accept of ['*/*', 'application/*', 'text/event-stream', 'application/json;q=0.5']) {
+      const ok = await h.app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      });
+      expect(ok.status, accept).toBe(200);
+    }
+  });
+
+  it('keeps the 400 of a body that is not JSON whatever the client accepts', async () => {
+    for (const accept of ['application/json', 'application/graphql-response+json']) {
+      const response = await h.app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept },
+        body: '{"query": ',
+      });
+      expect(response.status, accept).toBe(400);
+    }
+  });
+
+  it('answers HEAD over HTTP with 405 and the methods it allows', async () => {
+    const server = await listen((req, res) => void h.app.requestListener(req, res));
+    try {
+      const response = await fetch(server.url, {
+        method: 'HEAD',
+        headers: { 'x-graphql-csrf': '1' },
+      });
+      expect(response.status).toBe(405);
+      expect(response.headers.get('allow')).toBe('GET, POST');
+    } finally {
+      await server.close();
+    }
   });
 });

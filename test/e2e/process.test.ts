@@ -1,4 +1,6 @@
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { type FacadeProcess, post, runFacade, startFacade } from '../helpers/process.js';
@@ -57,27 +59,72 @@ describe('the facade process, as `npm start` runs it', () => {
 });
 
 describe('configuration errors', () => {
-  it('stops start-up with one stderr line naming the variable, and a non-zero exit', async () => {
-    const cases: Array<[Record<string, string>, RegExp]> = [
+  // Something else already listens here, on every address, as a second replica would.
+  let busy: Server;
+  let busyPort = 0;
+  beforeAll(async () => {
+    busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, resolve));
+    busyPort = (busy.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => busy?.close(() => resolve())));
+
+  it('stops start-up with one stderr line naming the variable, no secret, no stack, exit 1', async () => {
+    const cases: Array<[Record<string, string>, RegExp, string?]> = [
       [{ MAX_DEPTH: 'deep' }, /^Invalid configuration: MAX_DEPTH: must be a whole number/],
-      [{ REDIS_URL: 'http://user:hunter2@cache:6379' }, /^Invalid configuration: REDIS_URL: /],
+      [
+        { REDIS_URL: 'http://user:hunter2@cache:6379' },
+        /^Invalid configuration: REDIS_URL: /,
+        'hunter2',
+      ],
       [
         { UPSTREAM_API_KEY: 'key-hunter2' },
         /^Invalid configuration: UPSTREAM_API_KEY: .*CLIENT_TOKENS/,
+        'hunter2',
       ],
+      [{ UPSTREAM_URL: 'not-a-url' }, /^Invalid configuration: UPSTREAM_URL: /, 'not-a-url'],
+      [{ UPSTREAM_URL: 'http://' }, /^Invalid configuration: UPSTREAM_URL: /],
+      [{ UPSTREAM_URL: 'http://[::1' }, /^Invalid configuration: UPSTREAM_URL: /],
+      [{ UPSTREAM_URL: 'http://api.example:99999' }, /^Invalid configuration: UPSTREAM_URL: /],
+      [
+        { UPSTREAM_URL: 'http://user:s3cretpw@exa mple.com' },
+        /^Invalid configuration: UPSTREAM_URL: /,
+        's3cretpw',
+      ],
+      [
+        { UPSTREAM_URL: 'http://user:s3cretpw@api.example' },
+        /^Invalid configuration: UPSTREAM_URL: .*credentials/,
+        's3cretpw',
+      ],
+      [{ DNS_SERVERS: ',,,' }, /^Invalid configuration: DNS_SERVERS: /],
+      [
+        { UPSTREAM_API_KEY: 'key-hunter2', CLIENT_TOKENS: 'tok with space' },
+        /^Invalid configuration: CLIENT_TOKENS: /,
+        'with space',
+      ],
+      [{ NODE_ENV: 'production' }, /^Invalid configuration: UPSTREAM_URL: .*SANDBOX=true/],
+      [{ HOST: 'not-a-host' }, /^Cannot start: HOST: .*ENOTFOUND/],
+      [{ PORT: String(busyPort) }, /^Cannot start: PORT: .*EADDRINUSE/],
+      [{ SANDBOX_PORT: String(busyPort) }, /^Cannot start: SANDBOX_PORT: .*EADDRINUSE/],
     ];
-    const results = await Promise.all(cases.map(([env]) => runFacade(env)));
-    for (const [index, [env, pattern]] of cases.entries()) {
-      const result = results[index];
-      expect(result?.status, JSON.stringify(env)).not.toBe(0);
-      const lines = result?.stderr.trimEnd().split('\n') ?? [];
-      expect(lines, JSON.stringify(env)).toHaveLength(1);
-      expect(lines[0]).toMatch(pattern);
-      // Secrets are never echoed, not even to say they are wrong.
-      expect(result?.stderr).not.toContain('hunter2');
-      expect(result?.stdout).toBe('');
+    // A few at a time: each is a Node process on two shared cores.
+    const results: Array<Awaited<ReturnType<typeof runFacade>>> = [];
+    for (let i = 0; i < cases.length; i += 4) {
+      results.push(...(await Promise.all(cases.slice(i, i + 4).map(([env]) => runFacade(env)))));
     }
-  }, 60_000);
+    for (const [index, [env, pattern, secret]] of cases.entries()) {
+      const result = results[index];
+      const what = JSON.stringify(env);
+      expect(result?.status, what).toBe(1);
+      const lines = result?.stderr.trimEnd().split('\n') ?? [];
+      expect(lines, what).toHaveLength(1);
+      expect(lines[0], what).toMatch(pattern);
+      expect(result?.stderr, what).not.toMatch(/^\s+at /m);
+      // Secrets are never echoed, not even to say they are wrong.
+      if (secret) expect(`${result?.stderr}${result?.stdout}`, what).not.toContain(secret);
+      expect(result?.stdout, what).toBe('');
+    }
+  }, 120_000);
 
   it('names the variable for every kind of bad value', () => {
     const cases: Array<[Record<string, string>, string]> = [
@@ -146,6 +193,57 @@ describe('shutdown on SIGTERM', () => {
         expect.arrayContaining(['draining', 'stopped']),
       );
     } finally {
+      await facade.stop(5_000);
+    }
+  }, 40_000);
+
+  it('lets every keep-alive client finish what it sends, answering it with Connection: close', async () => {
+    const facade = await startFacade({ SHUTDOWN_GRACE_MS: '10000' });
+    const origin = new URL(facade.url).origin;
+    // One keep-alive connection each, as a load balancer or a service's HTTP client holds them.
+    const clients = Array.from({ length: 12 }, () => new Client(origin, { pipelining: 1 }));
+    let signalled = false;
+    const failures: string[] = [];
+    const closedAfterSignal = new Set<number>();
+    const run = async (client: Client, index: number) => {
+      const until = () => signalled && Date.now() > stopAt;
+      while (!until()) {
+        try {
+          const answer = await client.request({
+            path: '/graphql',
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ query: '{ __typename }' }),
+          });
+          const body = await answer.body.text();
+          if (answer.statusCode !== 200) failures.push(`${answer.statusCode} ${body}`);
+          if (answer.headers.connection === 'close') {
+            if (signalled) closedAfterSignal.add(index);
+            return;
+          }
+        } catch (error) {
+          failures.push(String((error as { code?: string }).code ?? error));
+          return;
+        }
+        // Some send back to back, some sit idle for a while between requests.
+        await sleep(index % 3 === 0 ? 0 : 50 + ((index * 37) % 300));
+      }
+    };
+    let stopAt = Number.POSITIVE_INFINITY;
+    try {
+      const running = clients.map(run);
+      await sleep(600);
+      facade.child.kill('SIGTERM');
+      signalled = true;
+      stopAt = Date.now() + 2_000;
+      await Promise.all(running);
+      expect(failures).toEqual([]);
+      expect(closedAfterSignal.size).toBe(clients.length);
+      expect(await Promise.race([facade.exited, sleep(10_000).then(() => 'still running')])).toBe(
+        0,
+      );
+    } finally {
+      await Promise.all(clients.map((client) => client.destroy()));
       await facade.stop(5_000);
     }
   }, 40_000);
