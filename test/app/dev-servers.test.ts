@@ -190,6 +190,19 @@ describe('requestDevServer', () => {
     expect(error?.message).toMatch(/input\.envVars\[9\]\.name: .*; and 40 more issues$/);
   });
 
+  it('names the path of a variable value of the wrong type as the client wrote it', async () => {
+    const result = await h.gql(REQUEST, {
+      input: { ports: [{ port: 1.5, targetPort: 3000 }], timeout: '10' },
+    });
+    expect(result.errors?.map((error) => error.extensions.code)).toEqual([
+      'BAD_USER_INPUT',
+      'BAD_USER_INPUT',
+    ]);
+    expect(result.errors?.[0]?.message).toContain('"input.ports[0].port"');
+    expect(result.errors?.[1]?.message).toContain('"input.timeout"');
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(0);
+  });
+
   it('answers the upstream 500 body as UPSTREAM_ERROR with its `response` text', async () => {
     h.sandbox.setFault(ROUTE, {
       status: 500,

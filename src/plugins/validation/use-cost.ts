@@ -85,7 +85,7 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
   return {
     onExecute({ args, setResultAndStopExecution }) {
       const operation = getOperationAST(args.document, args.operationName);
-      // No single operation, or variables that do not coerce: execution reports those itself.
+      // No single operation: execution reports that itself.
       if (!operation) return;
       const variables = (args.variableValues ?? undefined) as Record<string, unknown> | undefined;
       if (operation.variableDefinitions?.length) {
@@ -94,7 +94,18 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
           operation.variableDefinitions,
           variables ?? {},
         );
-        if (coerced.errors) return;
+        // Reported from here rather than by graphql-jit, whose messages name an inner field as if
+        // it were a variable ("$port"); graphql-js names the path as the client wrote it
+        // ("input.ports[0].port"), which the contract promises.
+        if (coerced.errors) {
+          setResultAndStopExecution({
+            errors: coerced.errors.map(
+              (error) =>
+                new FacadeError('BAD_USER_INPUT', error.message, {}, { nodes: error.nodes }),
+            ),
+          });
+          return;
+        }
       }
       let cost: number;
       try {
