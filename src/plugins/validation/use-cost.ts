@@ -10,7 +10,7 @@ import {
 } from 'graphql';
 import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
 import type { Plugin } from 'graphql-yoga';
-import { FacadeError } from '../../errors.js';
+import { boundMessage, FacadeError } from '../../errors.js';
 
 // graphql-armor's cost model, kept so MAX_COST keeps its meaning: a scalar costs 1, an object 2
 // plus 1.5 times its selection, and a list field's whole cost is multiplied by the page it asks
@@ -101,7 +101,14 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
           setResultAndStopExecution({
             errors: coerced.errors.map(
               (error) =>
-                new FacadeError('BAD_USER_INPUT', error.message, {}, { nodes: error.nodes }),
+                new FacadeError(
+                  'BAD_USER_INPUT',
+                  boundMessage(error.message),
+                  {},
+                  {
+                    nodes: error.nodes,
+                  },
+                ),
             ),
           });
           return;
