@@ -14,6 +14,7 @@ import { useMediaType } from './plugins/request/use-media-type.js';
 import { useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
+import { useCacheControl } from './plugins/result/use-cache-control.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
@@ -68,9 +69,9 @@ export function createApp({
     useRequestLog({
       logger: log,
       metrics,
-      graphqlEndpoint: PATHS.graphql,
       probePaths: [PATHS.health, PATHS.readiness, PATHS.metrics],
     }),
+    useCacheControl(),
     // At request parsing: routes that are not GraphQL, then refusals before the body is read.
     useMetrics(metrics.registry, PATHS.metrics),
     useReadiness(health, PATHS.readiness),

@@ -268,6 +268,45 @@ describe('caching', () => {
     }
   });
 
+  it.each([
+    [
+      'a trailing slash',
+      '/graphql/?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
+      'application/json',
+    ],
+    [
+      'an event stream',
+      '/graphql?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
+      'text/event-stream',
+    ],
+  ])('marks a GraphQL answer on %s private, no-store', async (_, path, accept) => {
+    const h = await createHarness();
+    try {
+      const response = await h.app.fetch(`http://facade.test${path}`, {
+        headers: { accept, 'x-graphql-csrf': '1', authorization: 'Bearer alice' },
+      });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('"total"');
+      expect(response.headers.get('cache-control')).toBe('private, no-store');
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('marks the CORS preflight Vary: Origin', async () => {
+    const h = await createHarness({ config: { corsOrigins: ['https://app.example.com'] } });
+    try {
+      const preflight = await h.app.fetch('http://facade.test/graphql', {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+      });
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+      expect(preflight.headers.get('vary')).toMatch(/\bOrigin\b/);
+    } finally {
+      await h.close();
+    }
+  });
+
   it('has no HTTP cache interceptor anywhere in the facade', () => {
     const files = (dir: string): string[] =>
       readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
