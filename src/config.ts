@@ -139,6 +139,8 @@ const schema = z.object({
   MAX_BODY_BYTES: int(1, 100 * 1024 * 1024).default(1024 * 1024),
   BATCHING_LIMIT: int(0, 100).default(0),
   INTROSPECTION: bool.default(true),
+  // Unset: `_service { sdl }` follows INTROSPECTION (it discloses the same schema).
+  SUBGRAPH_SDL: bool.optional(),
   // A flood backstop by default (1,000 requests a second per client over a minute): a busy
   // frontend or a load test from one address stays under it; public deployments set their own.
   RATE_LIMIT_POINTS: int(0, 1_000_000_000).default(60_000),
@@ -200,6 +202,8 @@ export interface Config {
     /** Operations per batched HTTP request; 0 refuses batches. */
     batchingLimit: number;
     introspection: boolean;
+    /** `_service { sdl }`, which a federation gateway composing at run time asks for. */
+    subgraphSdl: boolean;
   };
   /** Requests per client per window; points 0 disables. Counters in Redis when redisUrl is set. */
   rateLimit: { points: number; windowS: number; redisUrl: string | undefined; trustProxy: boolean };
@@ -247,6 +251,7 @@ function toConfig(env: Env): Config {
       maxBodyBytes: env.MAX_BODY_BYTES,
       batchingLimit: env.BATCHING_LIMIT,
       introspection: env.INTROSPECTION,
+      subgraphSdl: env.SUBGRAPH_SDL ?? env.INTROSPECTION,
     },
     rateLimit: {
       points: env.RATE_LIMIT_POINTS,

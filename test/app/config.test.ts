@@ -101,3 +101,17 @@ describe('start-up configuration', () => {
     expect(() => loadConfig({ SANDBOX: 'false' })).toThrow(/^UPSTREAM_URL: /);
   });
 });
+
+describe('schema disclosure', () => {
+  it('lets the subgraph SDL follow INTROSPECTION unless SUBGRAPH_SDL says otherwise', () => {
+    expect(loadConfig({}).limits).toMatchObject({ introspection: true, subgraphSdl: true });
+    expect(loadConfig({ INTROSPECTION: 'false' }).limits).toMatchObject({
+      introspection: false,
+      subgraphSdl: false,
+    });
+    expect(loadConfig({ INTROSPECTION: 'false', SUBGRAPH_SDL: 'true' }).limits).toMatchObject({
+      introspection: false,
+      subgraphSdl: true,
+    });
+  });
+});

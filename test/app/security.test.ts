@@ -126,6 +126,23 @@ describe('limits', () => {
     expect(typename.data).toEqual({ __typename: 'Query' });
   });
 
+  it('refuses the subgraph SDL when introspection is off, unless SUBGRAPH_SDL keeps it', async () => {
+    const sdl = '{ _service { sdl } }';
+    const open = await h.gql<{ _service: { sdl: string } }>(sdl);
+    expect(open.data?._service.sdl).toContain('type Query');
+
+    const edge = h.createApp({ config: { limits: { introspection: false, subgraphSdl: false } } });
+    const refused = await postGraphQL(edge, sdl);
+    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /_service.*SUBGRAPH_SDL=true/);
+    expect(JSON.stringify(refused)).not.toContain('type Query');
+
+    const subgraph = h.createApp({
+      config: { limits: { introspection: false, subgraphSdl: true } },
+    });
+    const kept = await postGraphQL<{ _service: { sdl: string } }>(subgraph, sdl);
+    expect(kept.data?._service.sdl).toContain('type Query');
+  });
+
   it('hides field suggestions in production only', async () => {
     const dev = await h.gql('{ repositories { totl } }');
     expect(dev.errors?.[0]?.message).toMatch(/Did you mean "total"/);
