@@ -145,6 +145,8 @@ const schema = z.object({
   // frontend or a load test from one address stays under it; public deployments set their own.
   RATE_LIMIT_POINTS: int(0, 1_000_000_000).default(60_000),
   RATE_LIMIT_WINDOW_S: int(1, 86_400).default(60),
+  // Unset: RATE_LIMIT_POINTS. Unverified tokens are free to invent, so they cannot be the only key.
+  RATE_LIMIT_ADDRESS_POINTS: int(0, 1_000_000_000).optional(),
   REDIS_URL: z
     .string()
     .trim()
@@ -206,7 +208,14 @@ export interface Config {
     subgraphSdl: boolean;
   };
   /** Requests per client per window; points 0 disables. Counters in Redis when redisUrl is set. */
-  rateLimit: { points: number; windowS: number; redisUrl: string | undefined; trustProxy: boolean };
+  rateLimit: {
+    points: number;
+    /** Requests per address per window, whatever tokens they carry; 0: no ceiling. */
+    addressPoints: number;
+    windowS: number;
+    redisUrl: string | undefined;
+    trustProxy: boolean;
+  };
   /** Origins allowed to call from a browser; unset: same origin only. */
   corsOrigins: string[] | undefined;
   shutdownGraceMs: number;
@@ -255,6 +264,7 @@ function toConfig(env: Env): Config {
     },
     rateLimit: {
       points: env.RATE_LIMIT_POINTS,
+      addressPoints: env.RATE_LIMIT_ADDRESS_POINTS ?? env.RATE_LIMIT_POINTS,
       windowS: env.RATE_LIMIT_WINDOW_S,
       redisUrl: env.REDIS_URL,
       trustProxy: env.TRUST_PROXY,
