@@ -6,10 +6,10 @@ import { maskError } from './errors.js';
 import { createHealth, type Health } from './observability/health.js';
 import { type Logger, silentLogger, yogaLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
-import { graphiqlTabs } from './plugins/request/graphiql-tabs.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
 import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
+import { useGraphiQL } from './plugins/request/use-graphiql.js';
 import { useMediaType } from './plugins/request/use-media-type.js';
 import { useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
@@ -75,6 +75,7 @@ export function createApp({
     // At request parsing: routes that are not GraphQL, then refusals before the body is read.
     useMetrics(metrics.registry, PATHS.metrics),
     useReadiness(health, PATHS.readiness),
+    ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
     useCsrfPrevention(),
     ...(rateLimiter
       ? [
@@ -111,15 +112,8 @@ export function createApp({
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
     plugins,
-    // Served from the package itself: these machines (and many intranets) cannot reach a CDN.
-    // Loaded on the first GraphiQL page view, so an API-only replica never holds the bundle.
-    renderGraphiQL: async (options) =>
-      (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
-    graphiql: {
-      title: 'GraphQL facade',
-      defaultTabs: graphiqlTabs,
-      shouldPersistHeaders: false,
-    },
+    // Served by useGraphiQL, built once; Yoga's own renders the page on every view.
+    graphiql: false,
     maskedErrors: {
       maskError: (error) => maskError(error, logError),
     },

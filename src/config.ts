@@ -139,6 +139,8 @@ const schema = z.object({
   MAX_BODY_BYTES: int(1, 100 * 1024 * 1024).default(1024 * 1024),
   BATCHING_LIMIT: int(0, 100).default(0),
   INTROSPECTION: bool.default(true),
+  // Unset: on, except with NODE_ENV=production.
+  GRAPHIQL: bool.optional(),
   // Unset: `_service { sdl }` follows INTROSPECTION (it discloses the same schema).
   SUBGRAPH_SDL: bool.optional(),
   // A flood backstop by default (1,000 requests a second per client over a minute): a busy
@@ -192,6 +194,8 @@ export interface Config {
   sandbox: { repositories: number; port: number; faults: boolean };
   /** NODE_ENV=production: field suggestions are hidden. */
   production: boolean;
+  /** Serve GraphiQL to browsers at the GraphQL endpoint. */
+  graphiql: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** What one GraphQL request may ask for; all checked before any execution. */
   limits: {
@@ -250,6 +254,7 @@ function toConfig(env: Env): Config {
       faults: env.SANDBOX_FAULTS,
     },
     production: env.NODE_ENV === 'production',
+    graphiql: env.GRAPHIQL ?? env.NODE_ENV !== 'production',
     logLevel: env.LOG_LEVEL,
     limits: {
       maxDepth: env.MAX_DEPTH,
