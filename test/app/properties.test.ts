@@ -49,6 +49,7 @@ const show = (answer: Answer) =>
 
 interface Answer {
   status: number;
+  headers: Headers;
   text: string;
   body:
     | {
@@ -64,13 +65,17 @@ const anyForm = fc.constantFrom<Form>('variables', 'literal');
 async function send(h: Harness, init: RequestInit, url = 'http://facade.test/graphql') {
   const response = await h.app.fetch(url, init);
   const text = await response.text();
+  // An event stream carries the answer as the data of its first `next` event.
+  const json = response.headers.get('content-type')?.startsWith('text/event-stream')
+    ? (/^data: (.*)$/m.exec(text)?.[1] ?? '')
+    : text;
   let body: Answer['body'];
   try {
-    body = JSON.parse(text) as Answer['body'];
+    body = JSON.parse(json) as Answer['body'];
   } catch {
     body = undefined;
   }
-  return { status: response.status, text, body };
+  return { status: response.status, headers: response.headers, text, body };
 }
 
 /** Runs one operation with the sandbox's log cleared, so upstreamRequests shows its calls alone. */
@@ -101,6 +106,11 @@ function expectContractAnswer(answer: Answer) {
   expect(errors.length > 0 || answer.body?.data != null, show(answer)).toBe(true);
   for (const error of errors)
     expect(CONTRACT_CODES, error.message).toContain(error.extensions?.code);
+  // Data is the caller's: no shared cache may keep it, whichever path served it.
+  if (answer.body?.data != null)
+    expect(answer.headers.get('cache-control') ?? '', 'Cache-Control').toMatch(
+      /(?=.*\bprivate\b)(?=.*\bno-store\b)/,
+    );
   // The facade's own refusal is made before any upstream call.
   if (errors.some((e) => REFUSALS.has(e.extensions?.code ?? '') && !e.extensions?.upstream))
     expect(routes(), show(answer)).toEqual([]);
@@ -448,7 +458,7 @@ describe('root field arguments', () => {
 });
 
 describe('HTTP refusals', () => {
-  it('answers every method, media type and body with a coded GraphQL answer, never a 5xx', async () => {
+  it('answers every method, path, media type and body with a coded GraphQL answer, never a 5xx', async () => {
     const bodies = fc.oneof(
       fc.constantFrom(
         '{"query":"{ repositories(limit: 1) { total } }"}',
@@ -467,7 +477,7 @@ describe('HTTP refusals', () => {
       anyText,
     );
     const request = fc.record({
-      method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'),
+      method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD'),
       contentType: fc.constantFrom(
         undefined,
         'application/json',
@@ -480,27 +490,36 @@ describe('HTTP refusals', () => {
         'application/graphql',
         'nonsense',
       ),
+      accept: fc.constantFrom(
+        'application/graphql-response+json',
+        'application/json',
+        'text/event-stream',
+        '*/*',
+      ),
       csrf: fc.boolean(),
       path: fc.constantFrom(
         '/graphql',
         '/graphql/',
         '/graphql?query=%7B__typename%7D',
+        '/graphql/?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
         '/graphql?query=%7B',
       ),
       body: bodies,
     });
     await fc.assert(
-      fc.asyncProperty(request, async ({ method, contentType, csrf, path, body }) => {
-        const headers: Record<string, string> = { accept: 'application/graphql-response+json' };
+      fc.asyncProperty(request, async ({ method, contentType, accept, csrf, path, body }) => {
+        const headers: Record<string, string> = { accept };
         if (contentType) headers['content-type'] = contentType;
         if (csrf) headers['x-graphql-csrf'] = '1';
         h.sandbox.clearRequests();
         const answer = await send(
           h,
-          { method, headers, ...(method === 'GET' ? {} : { body }) },
+          { method, headers, ...(method === 'GET' || method === 'HEAD' ? {} : { body }) },
           `http://facade.test${path}`,
         );
-        expectContractAnswer(answer);
+        // An answer to HEAD has no body on the wire, whatever the server writes.
+        if (method === 'HEAD') expect(answer.status, show(answer)).toBeLessThan(500);
+        else expectContractAnswer(answer);
       }),
       { numRuns: RUNS },
     );
