@@ -14,6 +14,7 @@ import { useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
+import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { schema } from './schema/index.js';
 import type { UpstreamClient } from './upstream/client.js';
@@ -82,8 +83,10 @@ export function createApp({
       : []),
     ...(serviceKeyClients ? [useClientTokens(serviceKeyClients)] : []),
     useBodySizeLimit(config.limits.maxBodyBytes),
-    // At parse and validation: depth, tokens, aliases, directives, cost, introspection.
+    // At parse and validation: depth, tokens, aliases, directives, introspection.
     ...useLimits(config),
+    // Before execution, with the variables: the cost, which grows with `limit` and `first`.
+    useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize }),
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache.
     useGraphQlJit() as Plugin,

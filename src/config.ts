@@ -104,6 +104,7 @@ const schema = z.object({
     .optional(),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(25_000),
   READINESS_CHECK_UPSTREAM: bool.default(false),
+  MAX_UPSTREAM_CALLS: int(1, 10_000).default(20),
 });
 
 type Env = z.output<typeof schema>;
@@ -154,6 +155,8 @@ export interface Config {
   corsOrigins: string[] | undefined;
   shutdownGraceMs: number;
   readinessCheckUpstream: boolean;
+  /** Upstream calls one GraphQL request may cause; a logical call counts once, retries included. */
+  maxUpstreamCalls: number;
 }
 
 function toConfig(env: Env): Config {
@@ -202,6 +205,7 @@ function toConfig(env: Env): Config {
     corsOrigins: env.CORS_ORIGINS,
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     readinessCheckUpstream: env.READINESS_CHECK_UPSTREAM,
+    maxUpstreamCalls: env.MAX_UPSTREAM_CALLS,
   };
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
+import { CallBudget } from './upstream/budget.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
   createTxtLoader,
@@ -8,7 +9,7 @@ import {
   type TxtLoader,
   type TxtResolver,
 } from './upstream/dns.js';
-import { createLoaders, type Loaders } from './upstream/loaders.js';
+import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
 
 /** What the facade adds to Yoga's own context for one request. */
 export interface RequestContext {
@@ -35,6 +36,11 @@ export interface ContextDeps {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+// The budget rides on the HTTP request, not on the context: Yoga builds one context per operation
+// of a batch, and a batch must not multiply MAX_UPSTREAM_CALLS by its length.
+const BUDGET = Symbol('upstreamBudget');
+type Budgeted = Request & { [BUDGET]?: CallBudget };
+
 /** The caller's x-request-id when it is one we pass on (short, no spaces or control bytes). */
 export function acceptedRequestId(value: string | null): string | undefined {
   return value && REQUEST_ID.test(value) ? value : undefined;
@@ -46,6 +52,8 @@ export function createContextFactory({
   client,
   txtResolver = createTxtResolver(config.dns),
 }: ContextDeps) {
+  // What the upstream's short answers taught about its page size, for every request's plans.
+  const pageCap = createPageCap();
   return (initial: YogaInitialContext): RequestContext => {
     const { headers, signal } = initial.request;
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
@@ -58,12 +66,16 @@ export function createContextFactory({
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
+      budget: ((initial.request as Budgeted)[BUDGET] ??= new CallBudget(config.maxUpstreamCalls)),
     };
     return {
       config,
       client,
       call,
-      loaders: createLoaders(client, call, { maxCoalescedRange: config.maxCoalescedRange }),
+      loaders: createLoaders(client, call, {
+        maxCoalescedRange: config.maxCoalescedRange,
+        pageCap,
+      }),
       txtLookups: createTxtLoader(txtResolver, signal),
       requestId,
       upstreamCalls,

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'UPSTREAM_TIMEOUT',
   'UPSTREAM_UNAVAILABLE',
   'UPSTREAM_BAD_RESPONSE',
+  'UPSTREAM_BUDGET_EXCEEDED',
   'GRAPHQL_PARSE_FAILED',
   'GRAPHQL_VALIDATION_FAILED',
   'INTERNAL_SERVER_ERROR',
@@ -63,6 +64,8 @@ export class UpstreamError extends FacadeError {
   readonly upstream: UpstreamDetails;
   /** The GraphQL client went away: nobody reads this, and it says nothing of the upstream. */
   cancelled = false;
+  /** The connection failed whatever the status said (an answer cut off): the upstream is unwell. */
+  transportFault = false;
 
   constructor(
     code: ErrorCode,
@@ -72,6 +75,19 @@ export class UpstreamError extends FacadeError {
   ) {
     super(code, message, { upstream, ...extra });
     this.upstream = upstream;
+  }
+}
+
+/**
+ * The request would cause more upstream calls than MAX_UPSTREAM_CALLS; this field was not fetched
+ * (or not finished), and no call was spent on it past the budget.
+ */
+export class UpstreamBudgetError extends FacadeError {
+  constructor(budget: number) {
+    super(
+      'UPSTREAM_BUDGET_EXCEEDED',
+      `This request would cause more than MAX_UPSTREAM_CALLS=${budget} upstream calls; this field was not fetched`,
+    );
   }
 }
 
@@ -90,14 +106,20 @@ export function codeForStatus(status: number): ErrorCode {
   return 'UPSTREAM_BAD_RESPONSE';
 }
 
-/** Parses Retry-After (seconds or an HTTP date) into whole seconds, if present and sane. */
+/** The longest Retry-After passed on to clients and honoured by the retry sleep, in seconds. */
+export const MAX_RETRY_AFTER_S = 3600;
+
+/**
+ * Parses Retry-After (seconds or an HTTP date) into whole seconds, if present, at most
+ * MAX_RETRY_AFTER_S: an upstream's far-future date must not become a client's wait of years.
+ */
 export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
   if (!value) return undefined;
   const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed), MAX_RETRY_AFTER_S);
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
-  return Math.max(0, Math.ceil((date - now) / 1000));
+  return Math.min(Math.max(0, Math.ceil((date - now) / 1000)), MAX_RETRY_AFTER_S);
 }
 
 export function upstreamHttpError(

@@ -68,6 +68,7 @@ async function main() {
     baseUrl: upstreamUrl,
     ...config.upstream,
     onCall: (call) => metrics.observeUpstreamCall(call),
+    onBreakerChange: (state) => metrics.observeBreaker(state),
   });
   const health = createHealth({
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,

@@ -1,4 +1,5 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { BreakerState } from '../upstream/breaker.js';
 import type { CompletedCall } from '../upstream/client.js';
 
 export interface Metrics {
@@ -6,6 +7,8 @@ export interface Metrics {
   registry: Registry;
   /** Wired to the UpstreamClient's `onCall`: one observation per attempt. */
   observeUpstreamCall(call: CompletedCall): void;
+  /** Wired to the UpstreamClient's `onBreakerChange`: the circuit's state and its transitions. */
+  observeBreaker(state: BreakerState): void;
   /** Every `extensions.code` of every answer, rejected-before-execution ones included. */
   countErrors(codes: readonly string[]): void;
   /** One executed operation and how long its request took; from the request log's hooks. */
@@ -21,6 +24,7 @@ export interface MetricsOptions {
 // registry (and every scrape) without limit. The first names seen keep their own series.
 const OPERATION_NAMES = 100;
 const OTHER = 'other';
+const BREAKER_GAUGE: Record<BreakerState, number> = { closed: 0, open: 1, half_open: 2 };
 
 function boundedNames(limit: number): (name: string | undefined) => string {
   const seen = new Set<string>();
@@ -46,8 +50,21 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   });
   const upstreamCalls = new Counter({
     name: 'upstream_calls_total',
-    help: 'Upstream HTTP attempts, by route and HTTP status (or error code when no answer came)',
+    help: 'Upstream HTTP attempts, by route and HTTP status (or error code when no answer came, or cancelled when the client went away first)',
     labelNames: ['route', 'status'],
+    registers: [registry],
+  });
+  // Names read by the soak tool and dashboards: keep them.
+  const breakerState = new Gauge({
+    name: 'upstream_breaker_state',
+    help: "The upstream circuit breaker's state: 0 closed, 1 open, 2 half-open",
+    registers: [registry],
+  });
+  breakerState.set(0);
+  const breakerTransitions = new Counter({
+    name: 'upstream_breaker_transitions_total',
+    help: 'Changes of the upstream circuit breaker, by the state entered (open, half_open, closed)',
+    labelNames: ['state'],
     registers: [registry],
   });
   const upstreamDuration = new Histogram({
@@ -74,6 +91,10 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       const labels = { route: call.route, status: String(call.outcome) };
       upstreamCalls.inc(labels);
       upstreamDuration.observe(labels, call.durationMs / 1000);
+    },
+    observeBreaker(state) {
+      breakerState.set(BREAKER_GAUGE[state]);
+      breakerTransitions.inc({ state });
     },
     countErrors(codes) {
       for (const code of codes) errors.inc({ code });

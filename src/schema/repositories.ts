@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BadUserInputError } from '../errors.js';
 import type { Branch, Repository, Tag } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
 import { selectedFields } from './selection.js';
@@ -103,19 +104,32 @@ const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').im
 /** Limits, offsets and `first`: absent, null or a whole number >= 0. */
 export const nonNegative = z.number().int().min(0, 'must be >= 0').nullish();
 
+/**
+ * The one rule for page sizes (`limit`, `first`): at most MAX_PAGE_SIZE, checked before any
+ * upstream call. The bound is configuration, so it cannot live in the static zod rule above.
+ */
+export function checkPageSize(argument: string, value: number | null | undefined, max: number) {
+  if (value != null && value > max) {
+    throw new BadUserInputError([{ path: argument, message: `must be <= ${max} (MAX_PAGE_SIZE)` }]);
+  }
+}
+
 builder.queryFields((t) => ({
   repositories: t.field({
     type: RepositoryPageRef,
+    // Nullable so that one field cut off (by MAX_UPSTREAM_CALLS, say) leaves the others' answers.
+    nullable: true,
     description:
-      'One page of repositories. Omitted limit and offset are not sent: the upstream defaults apply.',
+      'One page of repositories. Omitted limit and offset are not sent: the upstream defaults apply. Null, with an error, when this page could not be fetched (the rest of the answer stands).',
     args: {
       limit: t.arg.int({
-        description: 'How many repositories at most (>= 0).',
+        description: 'How many repositories at most (0 to MAX_PAGE_SIZE).',
         validate: nonNegative,
       }),
       offset: t.arg.int({ description: 'How many to skip (>= 0).', validate: nonNegative }),
     },
     resolve: async (_root, args, ctx, info) => {
+      checkPageSize('limit', args.limit, ctx.config.maxPageSize);
       const limit = args.limit ?? undefined;
       const offset = args.offset ?? undefined;
       const fields = selectedFields(info);

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { BadUserInputError } from '../errors.js';
 import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
-import { nonNegative, RepositoryRef } from './repositories.js';
+import { checkPageSize, nonNegative, RepositoryRef } from './repositories.js';
 
 // The repository list as a Relay connection, over the same per-request loader as `repositories`.
 // Cursors are opaque base64url offsets; only ones this API issued are accepted.
@@ -87,7 +86,9 @@ const DEFAULT_FIRST = 20;
 builder.queryFields((t) => ({
   repositoriesConnection: t.field({
     type: RepositoryConnectionRef,
-    description: `The repository list as a Relay connection; \`first\` defaults to ${DEFAULT_FIRST} and may not exceed the configured MAX_PAGE_SIZE.`,
+    // Nullable so that one field cut off (by MAX_UPSTREAM_CALLS, say) leaves the others' answers.
+    nullable: true,
+    description: `The repository list as a Relay connection; \`first\` defaults to ${DEFAULT_FIRST} and may not exceed the configured MAX_PAGE_SIZE. Null, with an error, when this page could not be fetched (the rest of the answer stands).`,
     args: {
       first: t.arg.int({
         description: 'How many edges at most (0 to MAX_PAGE_SIZE).',
@@ -107,11 +108,7 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const max = ctx.config.maxPageSize;
-      if (args.first != null && args.first > max) {
-        throw new BadUserInputError([
-          { path: 'first', message: `must be <= ${max} (MAX_PAGE_SIZE)` },
-        ]);
-      }
+      checkPageSize('first', args.first, max);
       const first = args.first ?? Math.min(DEFAULT_FIRST, max);
       const offset = args.after == null ? 0 : (cursorOffset(args.after) as number) + 1;
       return toConnection(await ctx.loaders.repositoryPage.load({ limit: first, offset }), offset);

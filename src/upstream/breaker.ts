@@ -1,12 +1,18 @@
-import { ConsecutiveBreaker, circuitBreaker, handleWhen, isBrokenCircuitError } from 'cockatiel';
+import {
+  CircuitState,
+  ConsecutiveBreaker,
+  circuitBreaker,
+  handleWhen,
+  isBrokenCircuitError,
+} from 'cockatiel';
 import { UpstreamError } from '../errors.js';
 
 /** Failures that say the upstream itself is unwell; a 4xx or a cancelled call says nothing of it. */
 function isUpstreamFault(error: Error): boolean {
   if (!(error instanceof UpstreamError) || error.cancelled) return false;
-  const status = error.upstream.status;
-  if (status !== undefined) return status >= 500;
-  return error.code === 'UPSTREAM_UNAVAILABLE' || error.code === 'UPSTREAM_TIMEOUT';
+  if (error.transportFault) return true;
+  if (error.code === 'UPSTREAM_UNAVAILABLE' || error.code === 'UPSTREAM_TIMEOUT') return true;
+  return (error.upstream.status ?? 0) >= 500;
 }
 
 /** Thrown without calling the upstream while the circuit is open; never retried. */
@@ -18,6 +24,9 @@ export class CircuitOpenError extends UpstreamError {
   }
 }
 
+/** The circuit's states as the metrics name them. */
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
 export interface Breaker {
   run<T>(attempt: () => Promise<T>): Promise<T>;
 }
@@ -25,13 +34,31 @@ export interface Breaker {
 /**
  * One circuit per upstream (cockatiel): after `threshold` consecutive faults, calls fail fast for
  * `cooldownMs` instead of piling up; then one trial call decides whether it closes again.
+ * `attempt` must throw coded UpstreamErrors: anything else passes through the circuit unseen.
  */
-export function createBreaker(threshold: number, cooldownMs: number): Breaker {
+export function createBreaker(
+  threshold: number,
+  cooldownMs: number,
+  onChange?: (state: BreakerState) => void,
+): Breaker {
   if (threshold <= 0) return { run: (attempt) => attempt() };
-  const policy = circuitBreaker(handleWhen(isUpstreamFault), {
-    halfOpenAfter: cooldownMs,
-    breaker: new ConsecutiveBreaker(threshold),
-  });
+  const policy = circuitBreaker(
+    // The trial call of a half-open circuit whose client went away proved nothing: the circuit
+    // stays open rather than closing on no evidence (cockatiel closes on an unhandled error).
+    handleWhen(
+      (error) =>
+        isUpstreamFault(error) ||
+        (error instanceof UpstreamError &&
+          error.cancelled &&
+          policy.state === CircuitState.HalfOpen),
+    ),
+    { halfOpenAfter: cooldownMs, breaker: new ConsecutiveBreaker(threshold) },
+  );
+  if (onChange) {
+    policy.onBreak(() => onChange('open'));
+    policy.onHalfOpen(() => onChange('half_open'));
+    policy.onReset(() => onChange('closed'));
+  }
   return {
     run: (attempt) =>
       policy.execute(attempt).catch((error: unknown) => {

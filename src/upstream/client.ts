@@ -1,10 +1,12 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
-import { type Breaker, createBreaker } from './breaker.js';
+import { type Breaker, type BreakerState, createBreaker } from './breaker.js';
+import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
 import { decodeRepositoryList } from './repository-list.js';
 import {
+  cutOff,
   DeadlineError,
   errorMessage,
   header,
@@ -31,12 +33,17 @@ export interface UpstreamClientOptions extends UpstreamSettings {
   dispatcher?: Dispatcher;
   /** Told of every upstream attempt, for metrics and request logs. */
   onCall?: (call: CompletedCall) => void;
+  /** Told of every change of the circuit breaker's state, for metrics. */
+  onBreakerChange?: (state: BreakerState) => void;
 }
 
 export interface CompletedCall {
   route: string;
-  /** HTTP status, or the error code of a transport failure. */
-  outcome: number | ErrorCode;
+  /**
+   * HTTP status, the error code of a transport failure, or `cancelled` when the GraphQL client
+   * went away first (which says nothing of the upstream).
+   */
+  outcome: number | ErrorCode | 'cancelled';
   durationMs: number;
   requestId?: string | undefined;
 }
@@ -49,6 +56,8 @@ export interface CallContext {
   signal?: AbortSignal | undefined;
   /** Counts this request's upstream calls, for its log line. */
   onCall?: ((call: CompletedCall) => void) | undefined;
+  /** What this request (or this piece of it) may still call; each logical call takes one unit. */
+  budget?: CallBudget | undefined;
 }
 
 interface Send<T> {
@@ -75,7 +84,11 @@ export class UpstreamClient {
     const url = new URL(options.baseUrl);
     this.#origin = url.origin;
     this.#prefix = url.pathname.replace(/\/+$/, '');
-    this.#breaker = createBreaker(options.breakerThreshold, options.breakerCooldownMs);
+    this.#breaker = createBreaker(
+      options.breakerThreshold,
+      options.breakerCooldownMs,
+      options.onBreakerChange,
+    );
     this.#dispatcher =
       options.dispatcher ??
       new Agent({
@@ -148,6 +161,8 @@ export class UpstreamClient {
   }
 
   async #send<T>(request: Send<T>, call: CallContext): Promise<T> {
+    // Before anything else: past the budget no call starts, and its retries are part of it.
+    call.budget?.take();
     const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs;
     const deadline = Date.now() + timeoutMs;
     // One cancellation per call for both the deadline and the client going away.
@@ -162,8 +177,9 @@ export class UpstreamClient {
       for (let attempt = 1; ; attempt++) {
         try {
           return await this.#breaker.run(() => this.#attempt(request, call, cancel, timeoutMs));
-        } catch (error) {
-          const failure = toUpstreamError(error, cancel, timeoutMs);
+        } catch (failure) {
+          // Anything but an UpstreamError is a defect of ours: reported, never retried.
+          if (!(failure instanceof UpstreamError)) throw failure;
           const delay = retryDelay(failure, attempt);
           if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline)
             throw failure;
@@ -178,6 +194,7 @@ export class UpstreamClient {
     }
   }
 
+  /** One HTTP exchange; it throws only coded UpstreamErrors, which the breaker judges. */
   async #attempt<T>(
     request: Send<T>,
     call: CallContext,
@@ -185,7 +202,7 @@ export class UpstreamClient {
     timeoutMs: number,
   ): Promise<T> {
     const started = performance.now();
-    let outcome: number | ErrorCode = 'UPSTREAM_UNAVAILABLE';
+    let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
     try {
       const response = await this.#dispatcher.request({
         origin: this.#origin,
@@ -201,12 +218,10 @@ export class UpstreamClient {
       // The size cap is undici's own (maxResponseSize): it refuses a large Content-Length up
       // front and counts the bytes of a body without one.
       const text = await response.body.text().catch((error: unknown) => {
-        if (cancel.aborted || isTooLarge(error)) throw error;
+        const code = (error as { code?: string } | undefined)?.code;
+        if (cancel.aborted || isTooLarge(error) || code === 'UND_ERR_BODY_TIMEOUT') throw error;
         // Headers came, the body did not finish: the answer was cut off, not refused.
-        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-          status: response.statusCode,
-          message: "The upstream's answer was cut off",
-        });
+        throw cutOff(response.statusCode);
       });
       if (response.statusCode < 200 || response.statusCode >= 300) {
         throw upstreamHttpError(
@@ -219,10 +234,11 @@ export class UpstreamClient {
       if (request.decode === anyBody) return undefined as T;
       return parseBody(text, request.decode, response.statusCode);
     } catch (error) {
-      if (!(error instanceof UpstreamError) || error.upstream.status === undefined) {
-        outcome = toUpstreamError(error, cancel, timeoutMs).code;
-      }
-      throw error;
+      if (isDefect(error, cancel)) throw error;
+      const failure = toUpstreamError(error, cancel, timeoutMs);
+      if (failure.cancelled) outcome = 'cancelled';
+      else if (failure.upstream.status === undefined) outcome = failure.code;
+      throw failure;
     } finally {
       const completed = {
         // The route names the endpoint, never its query string (it is a metrics label).
@@ -246,6 +262,13 @@ export class UpstreamClient {
     if (call.requestId) headers['x-request-id'] = call.requestId;
     return headers;
   }
+}
+
+/** An error with no code that no cancellation explains is ours (a decoder's bug), not the upstream's. */
+function isDefect(error: unknown, cancel: CallCancel): boolean {
+  if (error instanceof UpstreamError || cancel.aborted) return false;
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  return typeof code !== 'string' && name !== 'AbortError';
 }
 
 // Marks a route whose 2xx body is not specified (and so not parsed).

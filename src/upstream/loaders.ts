@@ -1,4 +1,6 @@
 import DataLoader from 'dataloader';
+import { UpstreamBudgetError } from '../errors.js';
+import type { CallBudget } from './budget.js';
 import type { CallContext, UpstreamClient } from './client.js';
 import type { Repository, RepositoryList } from './repository-list.js';
 
@@ -15,10 +17,21 @@ export interface Loaders {
 export interface LoaderOptions {
   /** The largest covering range that several requested pages may be merged into. */
   maxCoalescedRange: number;
+  /** Shared by the requests of one app: what the upstream's short answers taught. */
+  pageCap: PageCap;
 }
 
-/** Follow-up calls that one short page may cause. */
-const MAX_FILL_CALLS = 20;
+/**
+ * The upstream's largest page as its short answers show it (the spec does not say), so that a
+ * page's fill calls are planned before its first call; undefined until a short answer is seen.
+ */
+export interface PageCap {
+  value: number | undefined;
+}
+
+export function createPageCap(): PageCap {
+  return { value: undefined };
+}
 
 const pageKey = (key: PageKey) => `${key.limit ?? ''}:${key.offset ?? ''}`;
 
@@ -103,17 +116,22 @@ async function loadPages(
     }
   }
 
-  await Promise.all([
-    ...direct.map(async (index) => {
-      try {
-        results[index] = await client.listRepositories(keys[index] as PageKey, call);
-      } catch (error) {
-        results[index] = error as Error;
-      }
-    }),
-    ...ranges.map(async (range) => {
-      try {
-        const covering = await fetchRange(client, call, range);
+  // Each call-making unit of the batch, in field order: the budget is planned for all of them
+  // before the first call, so a field that does not fit fails at once and costs nothing.
+  const units = [
+    ...direct.map((index) => ({
+      keys: [index],
+      calls: 1,
+      run: (unitCall: CallContext) => client.listRepositories(keys[index] as PageKey, unitCall),
+      settle: (page: RepositoryList) => {
+        results[index] = page;
+      },
+    })),
+    ...ranges.map((range) => ({
+      keys: range.keys,
+      calls: plannedCalls(range, options.pageCap.value),
+      run: (unitCall: CallContext) => fetchRange(client, unitCall, range, options.pageCap),
+      settle: (covering: RepositoryList) => {
         for (const index of range.keys) {
           const key = keys[index] as PageKey;
           const from = (key.offset ?? 0) - range.start;
@@ -125,23 +143,54 @@ async function loadPages(
             offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
           };
         }
+      },
+    })),
+  ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
+
+  const budget = call.budget;
+  await Promise.all(
+    units.map(async (unit) => {
+      // Reserved synchronously, unit after unit, before any of them has made its first call.
+      const reservation = budget?.reserve(unit.calls);
+      if (budget && !reservation) {
+        for (const index of unit.keys) results[index] = new UpstreamBudgetError(budget.limit);
+        return;
+      }
+      try {
+        unit.settle(await unit.run(reservation ? { ...call, budget: reservation } : call));
       } catch (error) {
-        for (const index of range.keys) results[index] = error as Error;
+        for (const index of unit.keys) results[index] = error as Error;
+      } finally {
+        reservation?.release();
       }
     }),
-  ]);
+  );
   return results;
+}
+
+/** The calls a range is expected to need: one, or as many as the known page cap makes it. */
+function plannedCalls(range: Range, cap: number | undefined): number {
+  const limit = range.end - range.start;
+  return cap === undefined || cap <= 0 || limit <= cap ? 1 : Math.ceil(limit / cap);
+}
+
+/** A short answer (fewer items than asked while more exist) shows the upstream's page cap. */
+function learn(cap: PageCap, asked: number, got: number, more: boolean): void {
+  if (got < asked && more && got > 0) cap.value = got;
+  else if (got === asked && cap.value !== undefined && got > cap.value) cap.value = undefined;
 }
 
 /**
  * Fetches [offset, offset + limit). The upstream's maximum page size is not specified: when it
  * answers short while `total` says more exist, the rest is fetched rather than returning a short
- * page.
+ * page. Every fill call is in the range's budget before it is made: when the fill needs more than
+ * was reserved and the request's budget cannot add them, the range fails before spending them.
  */
 async function fetchRange(
   client: UpstreamClient,
   call: CallContext,
   range: Range,
+  cap: PageCap,
 ): Promise<RepositoryList> {
   const offset = range.start;
   const limit = range.end - range.start;
@@ -151,21 +200,31 @@ async function fetchRange(
   );
   const items: Repository[] = [...first.repositories];
   let total = first.total;
-  // Bounded: a huge `limit` against an upstream with small pages must not become thousands of
-  // calls; past the bound the page is returned as far as it got (hasNextPage stays true).
-  for (
-    let fill = 1;
-    fill <= MAX_FILL_CALLS && items.length < limit && offset + items.length < total;
-    fill++
-  ) {
+  let last = items.length;
+  learn(cap, limit, last, offset + last < total);
+  // An upstream that answers an empty page makes no progress: what it gave is the answer.
+  while (last > 0 && items.length < limit && offset + items.length < total) {
+    const wanted = Math.min(limit - items.length, total - offset - items.length);
+    ensureCalls(call.budget, Math.ceil(wanted / last));
     const next = await client.listRepositories(
       { limit: limit - items.length, offset: offset + items.length },
       call,
     );
-    // An upstream that stops making progress must not loop us forever.
-    if (next.repositories.length === 0) break;
     items.push(...next.repositories);
     total = next.total;
+    learn(
+      cap,
+      limit - (items.length - next.repositories.length),
+      next.repositories.length,
+      offset + items.length < total,
+    );
+    last = next.repositories.length;
   }
   return { ...first, repositories: items, total };
+}
+
+/** Makes sure `needed` calls are in this range's reservation, or fails it with none spent. */
+function ensureCalls(budget: CallBudget | undefined, needed: number): void {
+  if (!budget || budget.left >= needed || budget.extend(needed - budget.left)) return;
+  throw new UpstreamBudgetError(budget.limit);
 }

@@ -40,9 +40,17 @@ function fail(path: Path, expected: string, value: unknown): never {
   throw new WireMismatch(path, `expected ${expected}, got ${got}`);
 }
 
+// GraphQL's Int is 32-bit: a larger count (valid int64 for the spec) cannot be answered as one.
+const GRAPHQL_INT_MAX = 2_147_483_647;
+
 function count(value: unknown, path: Path): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
     fail(path, 'a whole number >= 0', value);
+  if (value > GRAPHQL_INT_MAX)
+    throw new WireMismatch(
+      path,
+      `expected at most ${GRAPHQL_INT_MAX} (GraphQL's Int), got ${value}`,
+    );
   return value;
 }
 

@@ -62,7 +62,20 @@ export class DeadlineError extends Error {
   override name = 'TimeoutError';
 }
 
-/** `signal` is the call's cancellation: its reason tells a deadline from a client that left. */
+/** The error of a call whose GraphQL client went away: it says nothing of the upstream. */
+export function cancelledError(): UpstreamError {
+  const error = new UpstreamError('UPSTREAM_UNAVAILABLE', {
+    message: 'The request was cancelled by the client',
+  });
+  error.cancelled = true;
+  return error;
+}
+
+/**
+ * `signal` is the call's cancellation: its reason tells a deadline from a client that left. A
+ * client that left is recognised first, whatever undici threw once the call was aborted, so that
+ * it never counts as an upstream fault.
+ */
 export function toUpstreamError(
   error: unknown,
   signal: Cancellation,
@@ -70,8 +83,9 @@ export function toUpstreamError(
 ): UpstreamError {
   if (error instanceof UpstreamError) return error;
   const code = (error as { code?: string } | undefined)?.code ?? '';
-  const deadlinePassed =
-    signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError';
+  // By identity, not by name: a client's own abort reason may be named TimeoutError too.
+  const deadlinePassed = signal.aborted && signal.reason instanceof DeadlineError;
+  if (signal.aborted && !deadlinePassed) return cancelledError();
   if (deadlinePassed || TRANSPORT_CODES[code] === 'UPSTREAM_TIMEOUT') {
     return new UpstreamError('UPSTREAM_TIMEOUT', {
       message: `The upstream did not answer within ${timeoutMs} ms`,
@@ -83,23 +97,27 @@ export function toUpstreamError(
     });
   }
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
-    return new UpstreamError('UPSTREAM_BAD_RESPONSE', {
-      message: "The upstream's answer was cut off",
-    });
+    return cutOff(undefined);
   }
-  if (
-    signal.aborted ||
-    (error as Error | undefined)?.name === 'AbortError' ||
-    code === 'UND_ERR_ABORTED'
-  ) {
-    // The GraphQL client went away; nobody reads this, but it must still be an expected error.
+  if ((error as Error | undefined)?.name === 'AbortError' || code === 'UND_ERR_ABORTED') {
+    // Not this call's cancellation: the pool itself was closed (shutdown).
     return new UpstreamError('UPSTREAM_UNAVAILABLE', {
-      message: 'The request was cancelled by the client',
+      message: 'The upstream call was aborted',
     });
   }
   return new UpstreamError('UPSTREAM_UNAVAILABLE', {
     message: `The upstream could not be reached (${code || 'connection failed'})`,
   });
+}
+
+/** Headers came, the body did not finish: the connection failed mid-answer, a transport fault. */
+export function cutOff(status: number | undefined): UpstreamError {
+  const error = new UpstreamError('UPSTREAM_BAD_RESPONSE', {
+    ...(status === undefined ? {} : { status }),
+    message: "The upstream's answer was cut off",
+  });
+  error.transportFault = true;
+  return error;
 }
 
 /** Backoff before the next attempt, or undefined when this failure is not worth retrying. */

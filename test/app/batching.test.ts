@@ -91,16 +91,16 @@ describe('batching of repository pages', () => {
     ]);
   });
 
-  it('bounds the follow-up calls of one short page', async () => {
+  it('bounds the follow-up calls of one short page by the budget, spending none it cannot finish', async () => {
     const tiny = await createHarness({ sandbox: { repositories: 100, maxPageSize: 1 } });
     try {
-      const result = await tiny.gql<{ repositories: Items }>(
+      const result = await tiny.gql<{ repositories: Items | null }>(
         '{ repositories(limit: 60) { hasNextPage items { id } } }',
       );
-      // The first call and 20 follow-ups, one item each; the page says more follow.
-      expect(upstreamRequests(tiny.sandbox, ROUTE)).toHaveLength(21);
-      expect(result.data?.repositories.items).toHaveLength(21);
-      expect(result.data?.repositories.hasNextPage).toBe(true);
+      // The first answer shows pages of one item: the other 59 calls do not fit in 20.
+      expect(upstreamRequests(tiny.sandbox, ROUTE)).toHaveLength(1);
+      expect(result.data?.repositories).toBeNull();
+      expect(result.errors?.[0]?.extensions.code).toBe('UPSTREAM_BUDGET_EXCEEDED');
     } finally {
       await tiny.close();
     }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fault } from '../../sandbox/server.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { createHarness, upstreamRequests, useHarness } from '../helpers/harness.js';
 import { freePort, type Listening, listen } from '../helpers/net.js';
@@ -191,7 +192,141 @@ describe('cancellation', () => {
     abort.abort();
     expect(await pending).toBe('aborted');
     await expect.poll(() => calls.length, { timeout: 2_000 }).toBe(1);
-    expect(calls[0]?.outcome).toBe('UPSTREAM_UNAVAILABLE');
+    expect(calls[0]?.outcome).toBe('cancelled');
     expect(calls[0]?.durationMs).toBeLessThan(2_000);
+  });
+});
+
+describe('circuit breaker on transport failures', () => {
+  const THRESHOLD = 3;
+  const breakerConfig = {
+    upstream: {
+      retries: 0,
+      timeoutMs: TIMEOUT_MS,
+      breakerThreshold: THRESHOLD,
+      breakerCooldownMs: 60_000,
+    },
+  };
+
+  it('opens after BREAKER_THRESHOLD refused connections and then makes no attempt', async () => {
+    const attempts: CompletedCall[] = [];
+    const port = await freePort();
+    const broken = await createHarness({
+      upstreamUrl: `http://127.0.0.1:${port}`,
+      config: breakerConfig,
+      onCall: (call) => attempts.push(call),
+    });
+    try {
+      for (let i = 0; i < THRESHOLD; i++)
+        expect((await broken.gql(LIST)).errors?.[0]?.extensions.code).toBe('UPSTREAM_UNAVAILABLE');
+      expect(attempts).toHaveLength(THRESHOLD);
+      for (let i = 0; i < 3; i++) {
+        const open = await broken.gql(LIST);
+        expect(open.errors?.[0]?.extensions.code).toBe('UPSTREAM_UNAVAILABLE');
+        expect(open.errors?.[0]?.message).toContain('paused');
+      }
+      expect(attempts).toHaveLength(THRESHOLD);
+    } finally {
+      await broken.close();
+    }
+  });
+
+  const faults: Array<[string, Fault, string]> = [
+    ['timeouts', { delayMs: 3_000 }, 'UPSTREAM_TIMEOUT'],
+    ['connection resets', { reset: true }, 'UPSTREAM_UNAVAILABLE'],
+  ];
+  for (const [what, fault, code] of faults) {
+    it(`opens after BREAKER_THRESHOLD ${what}`, async () => {
+      const h = await createHarness({ config: breakerConfig });
+      try {
+        h.sandbox.setFault(ROUTE, fault);
+        for (let i = 0; i < THRESHOLD; i++)
+          expect((await h.gql(LIST)).errors?.[0]?.extensions.code).toBe(code);
+        const open = await h.gql(LIST);
+        expect(open.errors?.[0]?.extensions.code).toBe('UPSTREAM_UNAVAILABLE');
+        expect(open.errors?.[0]?.message).toContain('paused');
+        expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(THRESHOLD);
+      } finally {
+        await h.close();
+      }
+    });
+  }
+
+  it('reports its state and transitions as metrics', async () => {
+    const metrics = createMetrics();
+    const h = await createHarness({
+      config: { upstream: { retries: 0, breakerThreshold: 2, breakerCooldownMs: 200 } },
+      metrics,
+      onCall: (call) => metrics.observeUpstreamCall(call),
+      onBreakerChange: (state) => metrics.observeBreaker(state),
+    });
+    const scrape = async () => (await h.app.fetch('http://facade.test/metrics')).text();
+    const value = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
+    try {
+      expect(value(await scrape(), /^upstream_breaker_state (\d+)$/m)).toBe(0);
+      h.sandbox.setFault(ROUTE, { status: 503 });
+      await h.gql(LIST);
+      await h.gql(LIST);
+      const open = await scrape();
+      expect(value(open, /^upstream_breaker_state (\d+)$/m)).toBe(1);
+      expect(value(open, /^upstream_breaker_transitions_total\{state="open"\} (\d+)$/m)).toBe(1);
+      h.sandbox.clearFaults();
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect((await h.gql(LIST)).errors).toBeUndefined();
+      const closed = await scrape();
+      expect(value(closed, /^upstream_breaker_state (\d+)$/m)).toBe(0);
+      expect(
+        value(closed, /^upstream_breaker_transitions_total\{state="half_open"\} (\d+)$/m),
+      ).toBe(1);
+      expect(value(closed, /^upstream_breaker_transitions_total\{state="closed"\} (\d+)$/m)).toBe(
+        1,
+      );
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('cancellation and the breaker', () => {
+  const metrics = createMetrics();
+  const calls: CompletedCall[] = [];
+  const h = useHarness({
+    config: { upstream: { retries: 0, breakerThreshold: 2, breakerCooldownMs: 60_000 } },
+    metrics,
+    onCall: (call) => {
+      calls.push(call);
+      metrics.observeUpstreamCall(call);
+    },
+  });
+  let server: Listening;
+  beforeAll(async () => {
+    server = await listen(h.app);
+  });
+  afterAll(() => server.close());
+
+  it('never opens on clients that go away, nor counts them as upstream faults', async () => {
+    for (let i = 0; i < 4; i++) {
+      h.sandbox.setFault(ROUTE, { delayMs: 5_000, times: 1 });
+      const abort = new AbortController();
+      const pending = fetch(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: LIST }),
+        signal: abort.signal,
+      }).catch(() => 'aborted');
+      await expect.poll(() => upstreamRequests(h.sandbox, ROUTE).length).toBe(i + 1);
+      abort.abort();
+      expect(await pending).toBe('aborted');
+      await expect.poll(() => calls.length, { timeout: 2_000 }).toBe(i + 1);
+    }
+    expect(calls.map((call) => call.outcome)).toEqual(Array(4).fill('cancelled'));
+    const ok = await h.gql(LIST);
+    expect(ok.errors).toBeUndefined();
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(5);
+    const text = await (await h.app.fetch('http://facade.test/metrics')).text();
+    expect(text).not.toMatch(/UPSTREAM_UNAVAILABLE|UPSTREAM_TIMEOUT/);
+    expect(text).toMatch(
+      /upstream_calls_total\{route="GET \/git\/v1\/repo",status="cancelled"\} 4/,
+    );
   });
 });

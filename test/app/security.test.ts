@@ -70,6 +70,32 @@ describe('limits', () => {
     expect(page.errors).toBeUndefined();
   });
 
+  it('counts limit and first from variables in the cost, before anything executes', async () => {
+    const connection = `query($n: Int) { a: ${FULL_PAGE.replace('first: 100', 'first: $n')} b: ${FULL_PAGE.replace('first: 100', 'first: $n')} c: ${FULL_PAGE.replace('first: 100', 'first: $n')} }`;
+    const refused = await h.gql(connection, { n: 100 });
+    expect(refused.status).toBe(400);
+    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /cost limit of 25000 exceeded/i);
+    // The same document with small pages is cheap: the check is not cached per document.
+    const small = await h.gql(connection, { n: 1 });
+    expect(small.errors).toBeUndefined();
+    const again = await h.gql(connection, { n: 100 });
+    expect(again.errors?.[0]?.extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    h.sandbox.clearRequests();
+
+    const list = `query($n: Int) { ${['a', 'b', 'c', 'd']
+      .map(
+        (alias) =>
+          `${alias}: repositories(limit: $n) { items { id defaultBranch branches { name target isDefault } branch(name: "main") { name target isDefault } tags { name target message } tag(name: "v1") { name target message } } }`,
+      )
+      .join(' ')} }`;
+    expectRefused(
+      await h.gql(list, { n: 100 }),
+      'GRAPHQL_VALIDATION_FAILED',
+      /cost limit of 25000 exceeded/i,
+    );
+    expect((await h.gql(list, { n: 2 })).errors).toBeUndefined();
+  });
+
   it('uses the configured limits, not only the defaults', async () => {
     const app = h.createApp({ config: { limits: { maxDepth: 2, maxAliases: 0 } } });
     const deep = await postGraphQL(app, '{ repositories { items { id } } }');

@@ -26,7 +26,7 @@ describe('upstream errors', () => {
         body: { message: `upstream says ${status}` },
       });
       const result = await h.gql(LIST);
-      expect(result.data).toBeNull();
+      expect(result.data).toEqual({ repositories: null });
       const [error] = result.errors ?? [];
       expect(error?.message).toBe(`upstream says ${status}`);
       expect(error?.extensions).toEqual({
@@ -50,6 +50,35 @@ describe('upstream errors', () => {
       upstream: { status: 429, message: 'slow down' },
     });
   });
+
+  it('bounds a Retry-After years ahead to one hour', async () => {
+    h.sandbox.setFault('GET /git/v1/repo', {
+      status: 429,
+      body: { message: 'much later' },
+      headers: { 'retry-after': new Date(Date.now() + 10 * 365 * 86_400_000).toUTCString() },
+    });
+    const dated = await h.gql(LIST);
+    expect(dated.errors?.[0]?.extensions.retryAfter).toBe(3600);
+    h.sandbox.setFault('GET /git/v1/repo', {
+      status: 429,
+      body: { message: 'much later' },
+      headers: { 'retry-after': '344329816' },
+    });
+    const seconds = await h.gql(LIST);
+    expect(seconds.errors?.[0]?.extensions.retryAfter).toBe(3600);
+  });
+
+  for (const field of ['total', 'offset'] as const) {
+    it(`answers an upstream ${field} beyond GraphQL's Int with UPSTREAM_BAD_RESPONSE naming it`, async () => {
+      h.sandbox.setFault('GET /git/v1/repo', {
+        status: 200,
+        body: { repositories: [], total: 0, offset: 0, [field]: 3_000_000_000 },
+      });
+      const result = await h.gql(LIST);
+      expect(result.errors?.[0]?.extensions.code).toBe('UPSTREAM_BAD_RESPONSE');
+      expect(result.errors?.[0]?.message).toContain(`at ${field}:`);
+    });
+  }
 
   it('maps the same statuses for mutations', async () => {
     h.sandbox.setFault('POST /domains/v1/verifications', {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../sandbox/server.js';
 import { type AppDeps, createApp } from '../../src/app.js';
 import { type Config, defaultConfig } from '../../src/config.js';
+import type { BreakerState } from '../../src/upstream/breaker.js';
 import { type CompletedCall, UpstreamClient } from '../../src/upstream/client.js';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';
 
@@ -60,6 +61,8 @@ export interface HarnessOptions extends AppParts {
   upstreamUrl?: string;
   /** Sees every completed upstream call, as main.ts's metrics do. */
   onCall?: (call: CompletedCall) => void;
+  /** Sees every change of the circuit breaker, as main.ts's metrics do. */
+  onBreakerChange?: (state: BreakerState) => void;
 }
 
 const isSection = (value: unknown): value is Record<string, unknown> =>
@@ -82,6 +85,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     dispatcher,
     upstreamUrl,
     onCall,
+    onBreakerChange,
     ...parts
   } = options;
   const sandbox = await startSandbox({ faults: true, ...sandboxOptions });
@@ -91,6 +95,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     ...config.upstream,
     ...(dispatcher ? { dispatcher } : {}),
     ...(onCall ? { onCall } : {}),
+    ...(onBreakerChange ? { onBreakerChange } : {}),
   });
   const appOver = ({ config: more, ...rest }: { config?: ConfigOverrides } & AppParts = {}) =>
     createApp({ logError: () => {}, ...rest, config: withOverrides(config, more), client });

@@ -113,7 +113,10 @@ export function useRequestLog({
         response.headers.set('cache-control', 'private, no-store');
       }
       const seconds = (performance.now() - state.started) / 1000;
-      metrics.countErrors(state.codes);
+      // A client that went away reads no answer: its errors (upstream calls cut short) are not
+      // the facade's or the upstream's and must not show up as such.
+      const cancelled = request.signal.aborted;
+      if (!cancelled) metrics.countErrors(state.codes);
       for (const { type, name } of state.executed) metrics.observeOperation(type, name, seconds);
       const calls = state.context?.upstreamCalls ?? [];
       const line = {
@@ -128,6 +131,7 @@ export function useRequestLog({
         upstreamCalls: calls.length,
         upstreamMs: Math.round(calls.reduce((sum, call) => sum + call.durationMs, 0) * 10) / 10,
         errors: state.codes.length > 0 ? state.codes : undefined,
+        cancelled: cancelled || undefined,
       };
       if (probes.has(state.path)) logger.debug(line, 'probe');
       else if (response.status >= 500) logger.error(line, 'request');

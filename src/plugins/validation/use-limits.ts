@@ -28,8 +28,9 @@ const reject = [
 ];
 
 /**
- * Depth, tokens, aliases, directives and cost, all checked before execution, so an abusive
- * document costs one parse and one validation and never reaches a resolver or the upstream.
+ * Depth, tokens, aliases and directives, all checked before execution (the cost, which needs the
+ * variables, is use-cost.ts's), so an abusive document costs one parse and one validation and
+ * never reaches a resolver or the upstream.
  * Field suggestions ("Did you mean ...?") are hidden in production: they map the schema for
  * anyone even when introspection is off.
  */
@@ -48,12 +49,8 @@ export function useLimits(config: Pick<Config, 'limits' | 'production'>): Plugin
       },
       maxAliases: { ...common, n: limits.maxAliases },
       maxDirectives: { ...common, n: limits.maxDirectives },
-      costLimit: {
-        ...common,
-        maxCost: limits.maxCost,
-        flattenFragments: true,
-        ignoreIntrospection: true,
-      },
+      // The cost depends on variables: use-cost.ts checks it, with one cost model.
+      costLimit: { enabled: false },
     }) as Plugin,
   ];
   if (!limits.introspection) {
