@@ -346,6 +346,8 @@ export function devServerIssues(input: Record<string, unknown>): Issue[] {
   }
   const ports = input.ports;
   if (Array.isArray(ports)) {
+    // One mapping per external port at most: a longer list is refused by its length alone.
+    if (ports.length > 2) at('ports', 'invalid');
     const seen = new Set<unknown>();
     for (const [index, item] of ports.entries()) {
       const path = `ports[${index}]`;
