@@ -42,6 +42,36 @@ export async function start(
   throw new Error(`${script} did not answer ${readyUrl} within 30 s`);
 }
 
+/** The compiled sandbox on core 1 (with the load generator), ready once it answers. */
+export function startSandbox(port: number, env: Record<string, string>): Promise<ChildProcess> {
+  return start(
+    1,
+    'dist/sandbox/main.js',
+    { SANDBOX_PORT: String(port), ...env },
+    `http://127.0.0.1:${port}/__sandbox/counts`,
+  );
+}
+
+/** The compiled facade on core 0 with production settings in front of `upstreamUrl`. */
+export function startFacade(
+  port: number,
+  upstreamUrl: string,
+  env: Record<string, string> = {},
+): Promise<ChildProcess> {
+  return start(
+    0,
+    'dist/src/main.js',
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      UPSTREAM_URL: upstreamUrl,
+      NODE_ENV: 'production',
+      ...env,
+    },
+    `http://127.0.0.1:${port}/health`,
+  );
+}
+
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */

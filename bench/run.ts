@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { build, cpuSeconds, peakRssMb, start } from './processes.js';
+import { build, cpuSeconds, peakRssMb, startFacade, startSandbox } from './processes.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -97,25 +97,10 @@ async function main() {
   const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
   const children: ChildProcess[] = [];
   try {
-    const sandbox = await start(
-      1,
-      'dist/sandbox/main.js',
-      { SANDBOX_PORT: String(sandboxPort), SANDBOX_REPOSITORIES: '1000' },
-      `${sandboxUrl}/__sandbox/counts`,
-    );
+    const sandbox = await startSandbox(sandboxPort, { SANDBOX_REPOSITORIES: '1000' });
     children.push(sandbox);
-    const facade = await start(
-      0,
-      'dist/src/main.js',
-      // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
-      {
-        PORT: String(facadePort),
-        HOST: '127.0.0.1',
-        UPSTREAM_URL: sandboxUrl,
-        NODE_ENV: 'production',
-      },
-      `http://127.0.0.1:${facadePort}/health`,
-    );
+    // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
+    const facade = await startFacade(facadePort, sandboxUrl);
     children.push(facade);
 
     const calls = {

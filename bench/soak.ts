@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ERROR_CODES } from '../src/errors.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { freePort } from '../test/helpers/net.js';
-import { build, peakRssMb, rssMb, start } from './processes.js';
+import { build, peakRssMb, rssMb, startFacade, startSandbox } from './processes.js';
 
 function positive(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? fallback);
@@ -191,30 +191,14 @@ async function main() {
   });
   try {
     const dnsEnv = { DNS_SERVERS: dns.address, DNS_TIMEOUT_MS: '500' };
-    children.push(
-      await start(
-        1,
-        'dist/sandbox/main.js',
-        { SANDBOX_PORT: String(sandboxPort), SANDBOX_FAULTS: 'true', ...dnsEnv },
-        `${sandboxUrl}/__sandbox/counts`,
-      ),
-    );
-    const facade = await start(
-      0,
-      'dist/src/main.js',
-      {
-        PORT: String(facadePort),
-        HOST: '127.0.0.1',
-        UPSTREAM_URL: sandboxUrl,
-        NODE_ENV: 'production',
-        UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
-        DEV_SERVER_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
-        // One client at a steady rate: the limiter has tests of its own and would only add 429s.
-        RATE_LIMIT_POINTS: '0',
-        ...dnsEnv,
-      },
-      `${facadeUrl}/health`,
-    );
+    children.push(await startSandbox(sandboxPort, { SANDBOX_FAULTS: 'true', ...dnsEnv }));
+    const facade = await startFacade(facadePort, sandboxUrl, {
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+      DEV_SERVER_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+      // One client at a steady rate: the limiter has tests of its own and would only add 429s.
+      RATE_LIMIT_POINTS: '0',
+      ...dnsEnv,
+    });
     children.push(facade);
     const pid = facade.pid as number;
     await report(await soak(pid, sandboxUrl, facadeUrl), pid);

@@ -3,6 +3,7 @@ import { Server as NetServer } from 'node:net';
 import type { Sandbox } from '../sandbox/server.js';
 import { createApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { VERSION } from './observability/build-info.js';
 import { createHealth, type Health } from './observability/health.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -166,7 +167,10 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
-  logger.info({ url, port }, `GraphQL facade listening on ${url} (GraphiQL in a browser)`);
+  logger.info(
+    { url, port, version: VERSION, node: process.version },
+    `GraphQL facade ${VERSION} listening on ${url}${config.graphiql ? ' (GraphiQL in a browser)' : ''}`,
+  );
   if (sandbox) {
     logger.info(
       { upstream: 'sandbox', sandboxUrl: sandbox.url, faults: config.sandbox.faults },

@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { BreakerState } from '../upstream/breaker.js';
 import type { CompletedCall } from '../upstream/client.js';
+import { VERSION } from './build-info.js';
 
 export interface Metrics {
   /** This app's own registry: tests build many apps in one process, each with its own counters. */
@@ -40,6 +41,12 @@ function boundedNames(limit: number): (name: string | undefined) => string {
 export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'facade_build_info',
+    help: 'The running build: always 1, its labels say which version on which Node',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  }).set({ version: VERSION, node: process.version }, 1);
   const operationName = boundedNames(OPERATION_NAMES);
 
   const errors = new Counter({
