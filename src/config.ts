@@ -167,6 +167,9 @@ const schema = z.object({
 
 type Env = z.output<typeof schema>;
 
+/** Every variable the facade reads (the deploy manifests are checked against it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 // Never echoed back, not even in a start-up error: keys, tokens, and URLs that can carry a password.
 const SECRETS = new Set(['UPSTREAM_API_KEY', 'CLIENT_TOKENS', 'REDIS_URL', 'UPSTREAM_URL']);
 
