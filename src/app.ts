@@ -11,7 +11,7 @@ import { createTokenMatcher, useClientTokens } from './plugins/request/use-clien
 import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
 import { useGraphiQL } from './plugins/request/use-graphiql.js';
 import { useMediaType } from './plugins/request/use-media-type.js';
-import { useMetrics } from './plugins/request/use-metrics.js';
+import { type MetricsSource, useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useCacheControl } from './plugins/result/use-cache-control.js';
@@ -35,6 +35,8 @@ export interface AppDeps {
   health?: Health;
   /** Default: none. main.ts builds one from config.rateLimit (memory or Redis). */
   rateLimiter?: RateLimiter | undefined;
+  /** What /metrics answers; default: this app's registry. A cluster worker answers for all. */
+  metricsSource?: MetricsSource | undefined;
 }
 
 /** The routes the facade answers; everything else is 404. */
@@ -54,6 +56,10 @@ export function createApp({
   metrics = createMetrics(),
   health = createHealth(),
   rateLimiter,
+  metricsSource = async () => ({
+    text: await metrics.registry.metrics(),
+    contentType: metrics.registry.contentType,
+  }),
 }: AppDeps) {
   const log = logger ?? silentLogger();
   const serviceKeyClients =
@@ -73,7 +79,7 @@ export function createApp({
     }),
     useCacheControl(),
     // At request parsing: routes that are not GraphQL, then refusals before the body is read.
-    useMetrics(metrics.registry, PATHS.metrics),
+    useMetrics(metricsSource, PATHS.metrics),
     useReadiness(health, PATHS.readiness),
     ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
     useCsrfPrevention(),

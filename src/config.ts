@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 /** Thrown for a bad configuration value; main.ts prints its message as the one stderr line. */
@@ -163,6 +164,15 @@ const schema = z.object({
   MAX_UPSTREAM_CALLS: int(1, 10_000).default(20),
   // Explicit choice of the built-in sandbox as the upstream; required for it in production.
   SANDBOX: bool.optional(),
+  // Unset: 1 in development, every available core (`auto`) with NODE_ENV=production.
+  WORKERS: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^(auto|\d{1,3})$/, 'must be a whole number from 1 to 256, or auto')
+    .transform((value) => (value === 'auto' ? 'auto' : Number(value)))
+    .pipe(z.union([z.literal('auto'), z.number().int().min(1).max(256)]))
+    .optional(),
 });
 
 type Env = z.output<typeof schema>;
@@ -229,6 +239,8 @@ export interface Config {
   readinessCheckUpstream: boolean;
   /** Upstream calls one GraphQL request may cause; a logical call counts once, retries included. */
   maxUpstreamCalls: number;
+  /** Worker processes (node:cluster); 1 runs the facade in this process alone. */
+  workers: number;
 }
 
 function toConfig(env: Env): Config {
@@ -281,6 +293,10 @@ function toConfig(env: Env): Config {
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     readinessCheckUpstream: env.READINESS_CHECK_UPSTREAM,
     maxUpstreamCalls: env.MAX_UPSTREAM_CALLS,
+    workers:
+      env.WORKERS === 'auto' || (env.WORKERS === undefined && env.NODE_ENV === 'production')
+        ? availableParallelism()
+        : (env.WORKERS ?? 1),
   };
 }
 

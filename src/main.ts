@@ -1,7 +1,10 @@
+import cluster from 'node:cluster';
 import { createServer, type Server } from 'node:http';
 import { Server as NetServer } from 'node:net';
+import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
 import { createApp } from './app.js';
+import { runPrimary, type WorkerLink, workerLink } from './cluster.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { VERSION } from './observability/build-info.js';
 import { createHealth, type Health } from './observability/health.js';
@@ -100,6 +103,8 @@ function exitAfterFlush(logger: Logger, code: number): void {
 /** What main() has started: the process must close these again on the way out. */
 interface Started {
   server: Server;
+  /** Set in a cluster worker. */
+  link: WorkerLink | undefined;
   client: UpstreamClient;
   health: Health;
   sandbox: Sandbox | undefined;
@@ -108,28 +113,41 @@ interface Started {
   upstreamUrl: string;
 }
 
+/**
+ * Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
+ * sandbox is a separate program: this is the one place the facade imports it, and only on demand.
+ */
+async function embedSandbox(config: Config): Promise<Sandbox> {
+  const { startSandbox } = await import('../sandbox/server.js');
+  return startSandbox({
+    port: config.sandbox.port,
+    repositories: config.sandbox.repositories,
+    dnsServers: config.dns.servers,
+    dnsTimeoutMs: config.dns.timeoutMs,
+    faults: config.sandbox.faults,
+  }).catch((error: unknown) => {
+    throw listenFailure(
+      error,
+      { port: 'SANDBOX_PORT', host: 'SANDBOX_PORT' },
+      `127.0.0.1:${config.sandbox.port} for the built-in sandbox`,
+    );
+  });
+}
+
 async function start(config: Config, logger: Logger): Promise<Started> {
-  // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
-  // sandbox is a separate program: this is the one place the facade imports it, and only on demand.
-  let sandbox: Sandbox | undefined;
-  if (!config.upstreamUrl) {
-    const { startSandbox } = await import('../sandbox/server.js');
-    sandbox = await startSandbox({
-      port: config.sandbox.port,
-      repositories: config.sandbox.repositories,
-      dnsServers: config.dns.servers,
-      dnsTimeoutMs: config.dns.timeoutMs,
-      faults: config.sandbox.faults,
-    }).catch((error: unknown) => {
-      throw listenFailure(
-        error,
-        { port: 'SANDBOX_PORT', host: 'SANDBOX_PORT' },
-        `127.0.0.1:${config.sandbox.port} for the built-in sandbox`,
-      );
-    });
-  }
+  const link = workerLink();
+  const sandbox = config.upstreamUrl ? undefined : await embedSandbox(config);
   const upstreamUrl = config.upstreamUrl ?? (sandbox?.url as string);
-  const metrics = createMetrics({ processMetrics: true });
+  const metrics = createMetrics({
+    processMetrics: true,
+    ...(link ? { defaultLabels: { worker: link.id } } : {}),
+  });
+  if (link) {
+    // prom-client's cluster aggregation asks each worker for this registry's metrics; a worker
+    // answers only once an AggregatorRegistry exists in it (its constructor adds the listener).
+    new AggregatorRegistry();
+    AggregatorRegistry.setRegistries([metrics.registry]);
+  }
   const client = new UpstreamClient({
     baseUrl: upstreamUrl,
     ...config.upstream,
@@ -138,10 +156,19 @@ async function start(config: Config, logger: Logger): Promise<Started> {
   });
   const health = createHealth({
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
+    gate: link?.clusterReady,
   });
-  const rateLimiter = await createRateLimiter(config.rateLimit, logger);
+  const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined);
   const redisReady = rateLimiter?.store === 'redis' ? rateLimiter.ready(5_000) : undefined;
-  const yoga = createApp({ config, client, logger, metrics, health, rateLimiter });
+  const yoga = createApp({
+    config,
+    client,
+    logger,
+    metrics,
+    health,
+    rateLimiter,
+    metricsSource: link?.metrics,
+  });
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.
@@ -159,7 +186,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
       `${config.host ?? '*'}:${config.port}`,
     );
   });
-  return { server, client, health, sandbox, rateLimiter, redisReady, upstreamUrl };
+  return { server, link, client, health, sandbox, rateLimiter, redisReady, upstreamUrl };
 }
 
 async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
@@ -244,6 +271,25 @@ async function main() {
   process.on('uncaughtException', (error) => onFailure(error, 'uncaught exception'));
   process.on('unhandledRejection', (error) => onFailure(error, 'unhandled rejection'));
 
+  if (config.workers > 1 && cluster.isPrimary) {
+    // The workers share one embedded sandbox, so they serve one set of data.
+    const sandbox = config.upstreamUrl
+      ? undefined
+      : await embedSandbox(config).catch(failedToStart);
+    if (sandbox) {
+      logger.info(
+        { upstream: 'sandbox', sandboxUrl: sandbox.url },
+        `Upstream: the built-in sandbox at ${sandbox.url}, shared by the workers`,
+      );
+    }
+    runPrimary(
+      config,
+      logger,
+      config.workers,
+      sandbox ? { UPSTREAM_URL: sandbox.url, SANDBOX: '' } : {},
+    );
+    return;
+  }
   const started = await start(config, logger).catch(failedToStart);
   // Once serving, a crash is the log's: a fatal line with its stack, flushed before exiting.
   onFailure = (error, kind) => {

@@ -19,6 +19,8 @@ export interface Metrics {
 export interface MetricsOptions {
   /** Node's process metrics (memory, event loop, GC); on in the real process only. */
   processMetrics?: boolean;
+  /** Labels on every series, e.g. the worker's id, so a cluster's aggregate keeps workers apart. */
+  defaultLabels?: Record<string, string>;
 }
 
 // Operation names come from the caller: unbounded label values would let any client grow the
@@ -40,6 +42,7 @@ function boundedNames(limit: number): (name: string | undefined) => string {
 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
+  if (options.defaultLabels) registry.setDefaultLabels(options.defaultLabels);
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
   new Gauge({
     name: 'facade_build_info',

@@ -2,6 +2,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
 import {
   type RateLimiterAbstract,
+  RateLimiterCluster,
   RateLimiterMemory,
   RateLimiterRedis,
   RateLimiterRes,
@@ -23,6 +24,8 @@ export interface RateLimiter {
 }
 
 const KEY_PREFIX = 'graphql-facade:rl';
+// How long a worker waits for the primary's counters before it lets the request through.
+const CLUSTER_TIMEOUT_MS = 1_000;
 const ADDRESS_PREFIX = 'graphql-facade:rl-address';
 
 type Limits = Pick<Config['rateLimit'], 'points' | 'windowS' | 'redisUrl'> &
@@ -36,6 +39,8 @@ type Limits = Pick<Config['rateLimit'], 'points' | 'windowS' | 'redisUrl'> &
 export async function createRateLimiter(
   options: Limits,
   logger?: Logger,
+  /** In a cluster worker: memory counters are kept by the primary, shared by every worker. */
+  inCluster = false,
 ): Promise<RateLimiter | undefined> {
   if (options.points === 0) return undefined;
   const budgets = {
@@ -48,10 +53,14 @@ export async function createRateLimiter(
   };
   const noCeiling = budgets.address.points === 0;
   if (!options.redisUrl) {
+    const inMemory = (limits: typeof budgets.client) =>
+      inCluster
+        ? new RateLimiterCluster({ ...limits, timeoutMs: CLUSTER_TIMEOUT_MS })
+        : new RateLimiterMemory(limits);
     return wrap({
       store: 'memory',
-      client: new RateLimiterMemory(budgets.client),
-      address: noCeiling ? undefined : new RateLimiterMemory(budgets.address),
+      client: inMemory(budgets.client),
+      address: noCeiling ? undefined : inMemory(budgets.address),
       close: async () => {},
       logger,
     });
