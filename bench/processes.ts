@@ -13,7 +13,8 @@ export function build(): void {
 
 /** Starts a pinned process and waits until `readyUrl` answers; its log lines go nowhere. */
 export async function start(
-  core: number,
+  /** taskset's CPU list: "0", or "0,1" for every core of this machine. */
+  cores: string,
   script: string,
   env: Record<string, string>,
   readyUrl: string,
@@ -21,7 +22,7 @@ export async function start(
   const child = spawn(
     'taskset',
     // Compiled JavaScript needs no loader: tsx's loader thread would add its own memory and CPU.
-    ['-c', String(core), process.execPath, script],
+    ['-c', cores, process.execPath, script],
     {
       cwd: root,
       env: { ...process.env, ...env },
@@ -45,27 +46,32 @@ export async function start(
 /** The compiled sandbox on core 1 (with the load generator), ready once it answers. */
 export function startSandbox(port: number, env: Record<string, string>): Promise<ChildProcess> {
   return start(
-    1,
+    '1',
     'dist/sandbox/main.js',
     { SANDBOX_PORT: String(port), ...env },
     `http://127.0.0.1:${port}/__sandbox/counts`,
   );
 }
 
-/** The compiled facade on core 0 with production settings in front of `upstreamUrl`. */
+/**
+ * The compiled facade with production settings in front of `upstreamUrl`: one process on core 0
+ * unless `workers` asks for more, which then get every core.
+ */
 export function startFacade(
   port: number,
   upstreamUrl: string,
   env: Record<string, string> = {},
+  workers = 1,
 ): Promise<ChildProcess> {
   return start(
-    0,
+    workers > 1 ? '0,1' : '0',
     'dist/src/main.js',
     {
       PORT: String(port),
       HOST: '127.0.0.1',
       UPSTREAM_URL: upstreamUrl,
       NODE_ENV: 'production',
+      WORKERS: String(workers),
       ...env,
     },
     `http://127.0.0.1:${port}/health`,
@@ -74,12 +80,31 @@ export function startFacade(
 
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+/** A process and its descendants (a cluster primary and its workers), from /proc. */
+function tree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    // Gone, or no children file: no descendants to count.
+  }
+  return [pid, ...children.flatMap(tree)];
+}
+
+/** CPU seconds (user + system) a process and its workers have used so far, from /proc. */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // After "pid (comm) ", utime and stime are the 12th and 13th fields.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  let total = 0;
+  for (const one of tree(pid)) {
+    const stat = readFileSync(`/proc/${one}/stat`, 'utf8');
+    // After "pid (comm) ", utime and stime are the 12th and 13th fields.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  }
+  return total;
 }
 
 /** A memory figure of /proc/<pid>/status in MB: VmRSS (now) or VmHWM (the peak so far). */
@@ -89,5 +114,9 @@ function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   return Math.round(kb / 1024);
 }
 
-export const rssMb = (pid: number) => statusMb(pid, 'VmRSS');
-export const peakRssMb = (pid: number) => statusMb(pid, 'VmHWM');
+/** Summed over the process and its workers. */
+export const rssMb = (pid: number) =>
+  tree(pid).reduce((sum, one) => sum + statusMb(one, 'VmRSS'), 0);
+/** Each process's own peak, summed: an upper bound of the tree's peak. */
+export const peakRssMb = (pid: number) =>
+  tree(pid).reduce((sum, one) => sum + statusMb(one, 'VmHWM'), 0);

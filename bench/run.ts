@@ -10,6 +10,11 @@ import { build, cpuSeconds, peakRssMb, startFacade, startSandbox } from './proce
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+// `npm run bench -- --workers 2`: the facade as WORKERS=2 on both cores (one process on core 0
+// otherwise).
+const workersFlag = process.argv.indexOf('--workers');
+const WORKERS = workersFlag > 0 ? Number(process.argv[workersFlag + 1]) : 1;
+if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers takes a whole number');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -100,7 +105,7 @@ async function main() {
     const sandbox = await startSandbox(sandboxPort, { SANDBOX_REPOSITORIES: '1000' });
     children.push(sandbox);
     // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
-    const facade = await startFacade(facadePort, sandboxUrl);
+    const facade = await startFacade(facadePort, sandboxUrl, {}, WORKERS);
     children.push(facade);
 
     const calls = {
@@ -166,6 +171,7 @@ async function main() {
       connections: CONNECTIONS,
       durationS: DURATION_S,
       rounds: ROUNDS,
+      workers: WORKERS,
       facadePeakRssMb: peakRssMb(facade.pid as number),
       rows,
     };

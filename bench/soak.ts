@@ -197,6 +197,8 @@ async function main() {
       DEV_SERVER_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
       // One client at a steady rate: the limiter has tests of its own and would only add 429s.
       RATE_LIMIT_POINTS: '0',
+      // One process: the breaker's state is per worker, and the soak reads one.
+      WORKERS: '1',
       ...dnsEnv,
     });
     children.push(facade);
