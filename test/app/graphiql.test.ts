@@ -49,6 +49,48 @@ describe('the GraphiQL page', () => {
     const revalidated = await page(live.h.app, { 'if-none-match': etag });
     expect(revalidated.status).toBe(304);
     expect(await revalidated.text()).toBe('');
+    // As browsers and caches send it: a list, weak or not.
+    const listed = await page(live.h.app, { 'if-none-match': `"other", W/${etag}` });
+    expect(listed.status).toBe(304);
+  });
+
+  it('gives each encoding its own ETag, and 304 only for the one it would send', async () => {
+    const tags = new Map<string, string>();
+    for (const encoding of ['br', 'gzip', 'identity']) {
+      const response = await page(live.h.app, { 'accept-encoding': encoding });
+      tags.set(encoding, response.headers.get('etag') as string);
+    }
+    expect(new Set(tags.values()).size).toBe(3);
+    const plain = await page(live.h.app, { 'if-none-match': tags.get('br') as string });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    const br = await page(live.h.app, {
+      'accept-encoding': 'gzip, br',
+      'if-none-match': tags.get('br') as string,
+    });
+    expect(br.status).toBe(304);
+  });
+
+  it.each([
+    ['br;q=0, gzip', 'gzip'],
+    ['gzip;q=0, br;q=0', null],
+    ['*;q=0.5', 'br'],
+    ['*, br;q=0', 'gzip'],
+    ['identity', null],
+  ])('reads Accept-Encoding %j as %s', async (acceptEncoding, expected) => {
+    const response = await page(live.h.app, { 'accept-encoding': acceptEncoding });
+    expect(response.headers.get('content-encoding')).toBe(expected);
+  });
+
+  it('serves the page to a reload that carries the query GraphiQL keeps in the address', async () => {
+    const response = await page(live.h.app, {}, '/graphql?query=%7B__typename%7D');
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('<title>GraphQL facade</title>');
+  });
+
+  it('keeps the tabs where they are laid out, so a click lands on the tab it was aimed at', async () => {
+    const html = await (await page(live.h.app)).text();
+    expect(html).toMatch(/<style>\.graphiql-tab\{transform:none!important\}<\/style><\/head>/);
   });
 
   it.each([

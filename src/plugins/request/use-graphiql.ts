@@ -7,11 +7,39 @@ import { graphiqlTabs } from './graphiql-tabs.js';
 const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
 
-interface Page {
-  etag: string;
-  identity: ArrayBuffer;
-  gzip: ArrayBuffer;
-  br: ArrayBuffer;
+type Encoding = 'br' | 'gzip' | 'identity';
+
+/** The page in each encoding, each with its own ETag: they are different representations. */
+type Page = Record<Encoding, { etag: string; body: ArrayBuffer }>;
+
+/**
+ * GraphiQL's tabs are framer-motion reorder items, and on a first visit some are left with a
+ * stale drag offset that GraphiQL's stylesheet hides only until the tab has focus: pressing the
+ * mouse on a tab focuses it, the tab jumps away from the pointer, and the click is lost. Tabs stay
+ * where they are laid out; dragging still reorders them, without the tab following the pointer.
+ */
+const TAB_FIX = '<style>.graphiql-tab{transform:none!important}</style>';
+
+/** The encoding to send for an Accept-Encoding header: br, then gzip, unless refused with q=0. */
+export function chooseEncoding(acceptEncoding: string | null): Encoding {
+  const quality = new Map<string, number>();
+  for (const entry of (acceptEncoding ?? '').split(',')) {
+    const [name = '', ...params] = entry.split(';').map((part) => part.trim().toLowerCase());
+    const q = params.find((param) => param.startsWith('q='));
+    const value = q === undefined ? 1 : Number(q.slice(2));
+    if (name !== '') quality.set(name, Number.isNaN(value) ? 0 : value);
+  }
+  const accepts = (name: string) => (quality.get(name) ?? quality.get('*') ?? 0) > 0;
+  return accepts('br') ? 'br' : accepts('gzip') ? 'gzip' : 'identity';
+}
+
+/** Whether an If-None-Match header names `etag` (weak comparison, as RFC 9110 asks for here). */
+function matches(ifNoneMatch: string | null, etag: string): boolean {
+  if (ifNoneMatch === null) return false;
+  return ifNoneMatch
+    .split(',')
+    .map((tag) => tag.trim().replace(/^W\//, ''))
+    .some((tag) => tag === '*' || tag === etag);
 }
 
 /** A Buffer's bytes as the ArrayBuffer a Response body takes (pooled Buffers share theirs). */
@@ -29,14 +57,16 @@ export interface GraphiQLOptions {
  * rendering and compressing it per view would make every page view cost the server what a
  * thousand queries do. It is rendered on the first view (an API-only replica never holds it),
  * compressed off the event loop, and answered with an ETag, so a reload is a 304. The page holds
- * nobody's data, which is why it may be served before any client check.
+ * nobody's data, which is why it may be served before any client check. A GET that carries a
+ * `query` gets the page too: GraphiQL keeps the operation being edited in the address bar, so a
+ * reload carries one, and an HTML answer is all a browser asking for text/html can use.
  */
 export function useGraphiQL({ endpoint, title }: GraphiQLOptions): Plugin {
   let page: Promise<Page> | undefined;
   const build = async (): Promise<Page> => {
     const { renderGraphiQL } = await import('@graphql-yoga/render-graphiql');
     const html = renderGraphiQL({ title, defaultTabs: graphiqlTabs, shouldPersistHeaders: false });
-    const identity = Buffer.from(html);
+    const identity = Buffer.from(html.replace('</head>', `${TAB_FIX}</head>`));
     const [gz, br] = await Promise.all([
       gzipAsync(identity, { level: 6 }),
       // Quality 6: the best levels take seconds on a bundle this size for a few percent less.
@@ -47,8 +77,12 @@ export function useGraphiQL({ endpoint, title }: GraphiQLOptions): Plugin {
         },
       }),
     ]);
-    const etag = `"${createHash('sha256').update(identity).digest('base64url').slice(0, 27)}"`;
-    return { etag, identity: bytes(identity), gzip: bytes(gz), br: bytes(br) };
+    const hash = createHash('sha256').update(identity).digest('base64url').slice(0, 27);
+    return {
+      identity: { etag: `"${hash}"`, body: bytes(identity) },
+      gzip: { etag: `"${hash}-gzip"`, body: bytes(gz) },
+      br: { etag: `"${hash}-br"`, body: bytes(br) },
+    };
   };
 
   return {
@@ -60,21 +94,19 @@ export function useGraphiQL({ endpoint, title }: GraphiQLOptions): Plugin {
         throw error;
       });
       return page.then((built) => {
+        const encoding = chooseEncoding(request.headers.get('accept-encoding'));
+        const { etag, body } = built[encoding];
         const headers: Record<string, string> = {
-          etag: built.etag,
+          etag,
           // Revalidated on every view: a deploy with another page is seen at once.
           'cache-control': 'no-cache',
           vary: 'Accept-Encoding',
         };
-        if (request.headers.get('if-none-match') === built.etag) {
+        if (matches(request.headers.get('if-none-match'), etag)) {
           endResponse(new fetchAPI.Response(null, { status: 304, headers }));
           return;
         }
-        const accepted = request.headers.get('accept-encoding') ?? '';
-        const encoding = /\bbr\b/.test(accepted) ? 'br' : /\bgzip\b/.test(accepted) ? 'gzip' : '';
-        const body =
-          encoding === 'br' ? built.br : encoding === 'gzip' ? built.gzip : built.identity;
-        if (encoding) headers['content-encoding'] = encoding;
+        if (encoding !== 'identity') headers['content-encoding'] = encoding;
         headers['content-type'] = 'text/html; charset=utf-8';
         endResponse(new fetchAPI.Response(body, { status: 200, headers }));
       });

@@ -17,6 +17,14 @@ const resultText = (page: Page) =>
     .textContent()
     .then((text) => (text ?? '').replaceAll('\u00a0', ' '));
 
+/** The query editor's rendered text. */
+const queryText = (page: Page) =>
+  page
+    .locator('.graphiql-query-editor .view-lines')
+    .first()
+    .textContent()
+    .then((text) => (text ?? '').replaceAll('\u00a0', ' '));
+
 async function waitForResult(page: Page, expected: string): Promise<string> {
   await page.waitForFunction(
     (needle) =>
@@ -82,6 +90,29 @@ describe('GraphiQL in Chromium', () => {
     await context?.close().catch(() => {});
     await facade?.stop();
     if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  // First in the file: the browser has no stored tab state yet, as on a newcomer's first visit.
+  it('switches between the example tabs with the mouse on a first visit', async () => {
+    const titles = await page.locator('.graphiql-tab-button').allTextContents();
+    expect(titles).toEqual([
+      'Repositories',
+      'RepositoriesConnection',
+      'CreateDomainVerification',
+      'DomainDnsCheck',
+      'VerifyDomain',
+      'RequestDevServer',
+    ]);
+    // Every tab but the last (which has no sibling after it), then back to the first.
+    for (const title of [...titles.slice(1, -1).reverse(), titles[0] as string]) {
+      await page.locator('.graphiql-tab-button', { hasText: new RegExp(`^${title}$`) }).click();
+      await expect
+        .poll(() => queryText(page), { timeout: WAIT_MS })
+        .toMatch(new RegExp(`(query|mutation) ${title}\\(`));
+      expect(await page.locator('.graphiql-tab-active .graphiql-tab-button').textContent()).toBe(
+        title,
+      );
+    }
   });
 
   it('runs the example query with the run button and shows repositories from the sandbox', async () => {
