@@ -83,6 +83,36 @@ describe('rate limits, in memory', () => {
     expect((await from('192.0.2.2')).status).toBe(200);
   });
 
+  it('holds an IPv6 /64 to one ceiling, whichever of its addresses each request comes from', async () => {
+    const app = appWith({ rateLimit: { trustProxy: true } });
+    const statuses: number[] = [];
+    for (let i = 1; i <= 5; i++) {
+      const headers = { ...bearer(`invented-${i}`), 'x-forwarded-for': `2001:db8:7:9::${i}` };
+      statuses.push((await postGraphQL(app, QUERY, {}, headers)).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    const neighbour = { 'x-forwarded-for': '2001:db8:7:a::1' };
+    expect((await postGraphQL(app, QUERY, {}, neighbour)).status).toBe(200);
+  });
+
+  it('counts an IPv4 address as one, also when IPv4-mapped or with a port', async () => {
+    const app = appWith({ rateLimit: { trustProxy: true } });
+    const statuses: number[] = [];
+    for (const address of ['192.0.2.5', '::ffff:192.0.2.5', '192.0.2.5:41234', '::FFFF:192.0.2.5'])
+      statuses.push((await postGraphQL(app, QUERY, {}, { 'x-forwarded-for': address })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+
+  it('ignores a forwarded entry that is not an address, so a client cannot name itself anew', async () => {
+    const app = appWith({ rateLimit: { trustProxy: true } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const headers = { ...bearer(`invented-${i}`), 'x-forwarded-for': `not-an-address-${i}` };
+      statuses.push((await postGraphQL(app, QUERY, {}, headers)).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+  });
+
   it("uses the socket's address behind node:http", async () => {
     const server = await listen(appWith());
     try {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
 import {
@@ -162,13 +163,48 @@ export function clientKeys(
 }
 
 function clientAddress(request: Request, serverContext: unknown, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = request.headers.get('x-forwarded-for')?.split(',').at(-1)?.trim();
-    if (forwarded) return forwarded;
-  }
   // node:http hands Yoga `{ req, res }` as the server context.
   const req = (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req;
-  return req?.socket?.remoteAddress ?? 'unknown';
+  const socket = addressKey(req?.socket?.remoteAddress) ?? 'unknown';
+  if (!trustProxy) return socket;
+  // An entry that is not an address was not written by the trusted proxy: a client that reaches
+  // the facade around it could otherwise name itself anew on every request.
+  const forwarded = request.headers.get('x-forwarded-for')?.split(',').at(-1);
+  return addressKey(forwarded) ?? socket;
+}
+
+/**
+ * The key an address counts under: an IPv4 address as such (also when IPv4-mapped, or with a
+ * port as some proxies append one), an IPv6 address by its /64, since one subscriber holds a whole
+ * /64 and could otherwise take a fresh address for every request. Undefined for anything else.
+ */
+export function addressKey(raw: string | undefined): string | undefined {
+  let address = raw?.trim() ?? '';
+  const withPort = /^(?:\[([^\]]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):\d{1,5}$/.exec(address);
+  if (withPort) address = withPort[1] ?? withPort[2] ?? '';
+  address = address.replace(/%.*$/, '').toLowerCase();
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(address);
+  if (mapped?.[1]) address = mapped[1];
+  const version = isIP(address);
+  if (version === 4) return address;
+  if (version !== 6) return undefined;
+  return `${expandIPv6(address).slice(0, 4).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address, in lower-case hex without leading zeros. */
+function expandIPv6(address: string): string[] {
+  // A trailing dotted quad (::ffff:1.2.3.4 is handled before; 64:ff9b::1.2.3.4 is not) is two groups.
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  const hex = dotted
+    ? `${address.slice(0, dotted.index)}${((Number(dotted[1]) << 8) | Number(dotted[2])).toString(16)}:${((Number(dotted[3]) << 8) | Number(dotted[4])).toString(16)}`
+    : address;
+  const [head = '', tail] = hex.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const zeros = Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...(tail === undefined ? [] : zeros), ...right].map((group) =>
+    Number.parseInt(group, 16).toString(16),
+  );
 }
 
 function rateLimited(retryAfter: number): FacadeError {
