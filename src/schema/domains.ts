@@ -20,7 +20,8 @@ export const txtHost = (domain: string) => `${TXT_PREFIX}.${domain}`;
  * "a.com", decodes "%65" and turns "0x7f.1" into an IPv4 address, all of which must be refused.
  */
 export const domainName = z.string().transform((raw, ctx) => {
-  const trimmed = raw.trim().replace(/\.$/, '');
+  // One trailing dot, in any of the forms IDNA maps to a full stop (as 。 or ．).
+  const trimmed = raw.trim().replace(/[.\u3002\uff0e\uff61]$/, '');
   // UTS #46 with the STD3 rules refuses every character a host name cannot hold (/ ? # \ % @ :).
   const ascii =
     trimmed === ''
@@ -38,8 +39,9 @@ export const domainName = z.string().transform((raw, ctx) => {
     ascii.length <= 253 &&
     labels.length >= 2 &&
     labels.every((label) => LABEL.test(label)) &&
-    // An all-numeric top label makes it an IP address to resolvers (RFC 3696 section 2).
-    !/^[0-9]+$/.test(labels.at(-1) ?? '') &&
+    // A top label that is a number (decimal, or 0x hex as URL parsers read it) makes the name an
+    // IPv4 address to resolvers and URL parsers (RFC 3696 section 2; WHATWG URL "ends in a number").
+    !/^(?:[0-9]+|0x[0-9a-f]*)$/.test(labels.at(-1) ?? '') &&
     isIP(ascii) === 0;
   if (!valid) {
     ctx.addIssue({ code: 'custom', message: NOT_A_DOMAIN });

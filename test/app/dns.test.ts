@@ -192,7 +192,9 @@ describe('domainDnsCheck', () => {
     'victim.com/attacker.com',
     'a.com?x=1',
     'a.com#f',
+    'a.com\\b.com',
     '%65xample.com',
+    'a.0x7f',
     '0x7f.1',
     '10.0.0.1',
   ])('rejects the domain %j as BAD_USER_INPUT without any query', async (domain) => {

@@ -141,6 +141,18 @@ describe('domain verification', () => {
     expect(live.dns.queries().map((query) => query.name)).toEqual([host, host]);
   });
 
+  it.each([
+    ['münchen.de', 'xn--mnchen-3ya.de'],
+    ['faß.de', 'xn--fa-hia.de'],
+    ['例え.テスト', 'xn--r8jz45g.xn--zckzah'],
+    ['ＥＸＡＭＰＬＥ．ｃｏｍ', 'example.com'],
+    ['bücher.example。', 'xn--bcher-kva.example'],
+    ['xn--mnchen-3ya.de', 'xn--mnchen-3ya.de'],
+  ])('sends %j upstream as %j', async (domain, sent) => {
+    expect((await create(domain)).domain).toBe(sent);
+    expect(upstream()).toEqual([{ method: 'POST', path: PATH, body: { domain: sent } }]);
+  });
+
   it('trims, lower-cases and drops the trailing dot before sending', async () => {
     await create('  Trim.EXAMPLE. ');
     await verify('trim.example');
@@ -169,6 +181,8 @@ describe('domain verification', () => {
       'a.com:8080',
       '%65xample.com',
       '0x7f.1',
+      'a.0x7f',
+      'example.0xff',
       '127.0.0.1',
       '1.2',
       '[::1]',

@@ -203,7 +203,11 @@ const isDnsName = (ascii: string | null): ascii is string =>
  * disagree, or only the last label is a number, the contract leaves the answer open.
  */
 export function domainVerdict(raw: string): { verdict: Verdict; ascii?: string } {
-  const prepared = raw.trim().toLowerCase().replace(/\.$/, '');
+  // The trailing dot in any form IDNA maps to a full stop (。 ．).
+  const prepared = raw
+    .trim()
+    .toLowerCase()
+    .replace(/[.\u3002\uff0e\uff61]$/, '');
   const strict = toASCII(prepared, {
     checkBidi: true,
     checkHyphens: true,
