@@ -296,6 +296,16 @@ describe('caching', () => {
       '/graphql?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
       'text/event-stream',
     ],
+    [
+      'a multipart answer',
+      '/graphql?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
+      'multipart/mixed',
+    ],
+    [
+      'a graphql-response+json answer',
+      '/graphql/?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
+      'application/graphql-response+json',
+    ],
   ])('marks a GraphQL answer on %s private, no-store', async (_, path, accept) => {
     const h = await createHarness();
     try {
