@@ -123,9 +123,11 @@ export async function post(
   url: string,
   query: string,
   headers: Record<string, string> = {},
+  signal?: AbortSignal,
 ): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
   const response = await fetch(url, {
     method: 'POST',
+    signal,
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ query }),
   });
