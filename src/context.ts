@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
+import { incomingTraceContext } from './observability/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
@@ -73,6 +74,7 @@ export function createContextFactory({
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
       budget: requestBudget(initial.request, config.maxUpstreamCalls),
+      trace: incomingTraceContext(headers),
     };
     return {
       config,

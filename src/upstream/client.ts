@@ -1,6 +1,7 @@
 import { Agent, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
+import { childTraceHeaders, type TraceContext } from '../observability/trace-context.js';
 import { type Breaker, type BreakerState, createBreaker } from './breaker.js';
 import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
@@ -58,6 +59,8 @@ export interface CallContext {
   onCall?: ((call: CompletedCall) => void) | undefined;
   /** What this request (or this piece of it) may still call; each logical call takes one unit. */
   budget?: CallBudget | undefined;
+  /** The caller's W3C trace context, carried to every upstream call. */
+  trace?: TraceContext | undefined;
 }
 
 interface Send<T> {
@@ -260,6 +263,7 @@ export class UpstreamClient {
       : call.authorization;
     if (authorization) headers.authorization = authorization;
     if (call.requestId) headers['x-request-id'] = call.requestId;
+    if (call.trace) childTraceHeaders(call.trace, headers);
     return headers;
   }
 }
