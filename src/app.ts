@@ -6,6 +6,7 @@ import { maskError } from './errors.js';
 import { createHealth, type Health } from './observability/health.js';
 import { type Logger, silentLogger, yogaLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing.js';
 import { graphiqlTabs } from './plugins/request/graphiql-tabs.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
@@ -15,6 +16,7 @@ import { useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
+import { useTracing } from './plugins/result/use-tracing.js';
 import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { useListLimits } from './plugins/validation/use-list-limits.js';
@@ -34,6 +36,8 @@ export interface AppDeps {
   health?: Health;
   /** Default: none. main.ts builds one from config.rateLimit (memory or Redis). */
   rateLimiter?: RateLimiter | undefined;
+  /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
+  tracing?: Tracing | undefined;
 }
 
 /** The routes the facade answers; everything else is 404. */
@@ -53,6 +57,7 @@ export function createApp({
   metrics = createMetrics(),
   health = createHealth(),
   rateLimiter,
+  tracing,
 }: AppDeps) {
   const log = logger ?? silentLogger();
   const serviceKeyClients =
@@ -96,11 +101,13 @@ export function createApp({
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache.
     useGraphQlJit() as Plugin,
+    // Around parse, validate and execute: their spans, under the server span.
+    ...(tracing ? [useTracing(tracing, PATHS.graphql)] : []),
   ];
 
   return createYoga<Record<string, never>, RequestContext>({
     schema,
-    context: createContextFactory({ config, client }),
+    context: createContextFactory({ config, client, tracer: tracing?.tracer }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,
     landingPage: false,

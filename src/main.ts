@@ -1,11 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import type { Sandbox } from '../sandbox/server.js';
-import { createApp } from './app.js';
+import { createApp, PATHS } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createHealth, type Health } from './observability/health.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing.js';
 import { createRateLimiter, type RateLimiter } from './plugins/request/use-rate-limit.js';
 import { UpstreamClient } from './upstream/client.js';
 
@@ -105,9 +106,19 @@ interface Started {
   rateLimiter: RateLimiter | undefined;
   redisReady: Promise<boolean> | undefined;
   upstreamUrl: string;
+  tracing: Tracing | undefined;
 }
 
 async function start(config: Config, logger: Logger): Promise<Started> {
+  // Before the server exists: the server span comes from patching node:http. Without an
+  // endpoint the SDK is not even loaded.
+  const tracing = config.tracing
+    ? await (await import('./observability/tracing.js')).startTracing(config.tracing, [
+        PATHS.health,
+        PATHS.readiness,
+        PATHS.metrics,
+      ])
+    : undefined;
   // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
   // sandbox is a separate program: this is the one place the facade imports it, and only on demand.
   let sandbox: Sandbox | undefined;
@@ -134,13 +145,14 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     ...config.upstream,
     onCall: (call) => metrics.observeUpstreamCall(call),
     onBreakerChange: (state) => metrics.observeBreaker(state),
+    tracer: tracing?.tracer,
   });
   const health = createHealth({
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
   });
   const rateLimiter = await createRateLimiter(config.rateLimit, logger);
   const redisReady = rateLimiter?.store === 'redis' ? rateLimiter.ready(5_000) : undefined;
-  const yoga = createApp({ config, client, logger, metrics, health, rateLimiter });
+  const yoga = createApp({ config, client, logger, metrics, health, rateLimiter, tracing });
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.
@@ -158,7 +170,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
       `${config.host ?? '*'}:${config.port}`,
     );
   });
-  return { server, client, health, sandbox, rateLimiter, redisReady, upstreamUrl };
+  return { server, client, health, sandbox, rateLimiter, redisReady, upstreamUrl, tracing };
 }
 
 async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
@@ -199,7 +211,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
  * http.Server#close does) resets requests that clients are already sending on it.
  */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
-  const { server, client, health, sandbox, rateLimiter } = started;
+  const { server, client, health, sandbox, rateLimiter, tracing } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -218,6 +230,8 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
         server.closeAllConnections();
       }
       await Promise.allSettled([client.close(), sandbox?.close(), rateLimiter?.close()]);
+      // Last: the spans of the requests that just drained are exported before the exit.
+      await tracing?.shutdown().catch(() => {});
       logger.info('stopped');
       exitAfterFlush(logger, 0);
     });
@@ -228,7 +242,7 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
 
 async function main() {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.tracing !== undefined);
   // Until the server listens, whatever fails is a start-up failure: one stderr line, exit 1.
   const failedToStart = (error: unknown): never => {
     if (error instanceof StartupError) failStartup(`Cannot start: ${error.message}`);

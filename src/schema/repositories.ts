@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { BadUserInputError } from '../errors.js';
 import type { Branch, Repository, Tag } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
-import { selectedFields } from './selection.js';
+import { fieldPath, selectedFields } from './selection.js';
 
 interface RepositoryPage {
   items: Repository[];
@@ -135,7 +135,9 @@ builder.queryFields((t) => ({
       const fields = selectedFields(info);
       // Only `total` (and what follows from it) wanted: ask the upstream for no items at all.
       const countOnly = !fields.has('items') && (limit !== undefined || !fields.has('hasNextPage'));
-      const page = await ctx.loaders.repositoryPage.load({ limit: countOnly ? 0 : limit, offset });
+      const page = await ctx.loaders.page({ limit: countOnly ? 0 : limit, offset }, () =>
+        fieldPath(info),
+      );
       const items = page.repositories;
       const shown =
         countOnly && limit !== undefined

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
 import { checkPageSize, nonNegative, RepositoryRef } from './repositories.js';
+import { fieldPath } from './selection.js';
 
 // The repository list as a Relay connection, over the same per-request loader as `repositories`.
 // Cursors are opaque base64url offsets; only ones this API issued are accepted.
@@ -106,12 +107,13 @@ builder.queryFields((t) => ({
           ),
       }),
     },
-    resolve: async (_root, args, ctx) => {
+    resolve: async (_root, args, ctx, info) => {
       const max = ctx.config.maxPageSize;
       checkPageSize('first', args.first, max);
       const first = args.first ?? Math.min(DEFAULT_FIRST, max);
       const offset = args.after == null ? 0 : (cursorOffset(args.after) as number) + 1;
-      return toConnection(await ctx.loaders.repositoryPage.load({ limit: first, offset }), offset);
+      const page = await ctx.loaders.page({ limit: first, offset }, () => fieldPath(info));
+      return toConnection(page, offset);
     },
   }),
 }));
