@@ -1,4 +1,5 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
+import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
@@ -101,6 +102,10 @@ export function createApp({
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache.
     useGraphQlJit() as Plugin,
+    // A gateway's federated tracing: `extensions.ftv1` when it sends
+    // `apollo-federation-include-trace: ftv1`, never otherwise. Opt-in: the plugin wraps every
+    // field's resolver, which costs every request, asked or not (docs/performance.md).
+    ...(config.federatedTracing ? [useApolloInlineTrace() as Plugin] : []),
     // Around parse, validate and execute: their spans, under the server span.
     ...(tracing ? [useTracing(tracing, PATHS.graphql)] : []),
   ];

@@ -247,6 +247,7 @@ const schema = z.object({
     .optional(),
   // A caller presenting it in x-facade-debug sees the REST calls behind its answer in production.
   DEBUG_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  FEDERATED_TRACING: bool.default(false),
 });
 
 type Env = z.output<typeof schema>;
@@ -315,6 +316,8 @@ export interface Config {
   corsAllowedHeaders: string[];
   /** Unlocks `extensions.upstreamCalls` in production for a caller that presents it. */
   debugToken: string | undefined;
+  /** Answer `apollo-federation-include-trace: ftv1` with `extensions.ftv1`. */
+  federatedTracing: boolean;
 }
 
 export type TraceSampler = (typeof SAMPLERS)[number];
@@ -381,6 +384,7 @@ function toConfig(env: Env): Config {
     tracing: tracingConfig(env),
     corsAllowedHeaders: env.CORS_ALLOWED_HEADERS ?? [],
     debugToken: env.DEBUG_TOKEN,
+    federatedTracing: env.FEDERATED_TRACING,
   };
 }
 

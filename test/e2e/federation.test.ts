@@ -25,7 +25,7 @@ async function fetchSdl(url: string): Promise<string> {
 }
 
 describe('federation', () => {
-  const harness = useHarness();
+  const harness = useHarness({ config: { federatedTracing: true } });
   let facade: Listening;
   let catalog: Listening;
   let gateway: Gateway;
@@ -134,6 +134,49 @@ describe('federation', () => {
       expect(seen).toEqual(direct.seen);
     },
   );
+
+  it('passes the caller’s trace through the gateway and the facade to the REST API', async () => {
+    const traceId = '5b8efff798038103d269b633813fc60c';
+    harness.sandbox.clearRequests();
+    const answer = await postGraphQL(
+      gateway.url,
+      '{ repositories(limit: 2) { total } }',
+      undefined,
+      {
+        ...HEADERS,
+        traceparent: `00-${traceId}-eee19b7ec3c1b174-01`,
+      },
+    );
+    expect(answer.errors).toBeUndefined();
+    const sent = harness.sandbox.requests().map((request) => request.headers.traceparent);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(new RegExp(`^00-${traceId}-[\\da-f]{16}-01$`));
+  });
+
+  it('hands the gateway the facade’s federated trace (ftv1) when it asks', async () => {
+    gateway.lastFtv1 = [];
+    const answer = await post(
+      gateway.url,
+      '{ repositories(limit: 1) { items { id owner { name } } } teams { name } }',
+    );
+    expect(answer.errors).toBeUndefined();
+    // Decoded by the gateway itself: it would report these to Apollo's usage reporting.
+    const facadeTraces = gateway.lastFtv1.filter((trace) => trace.serviceName === 'facade');
+    expect(facadeTraces).toEqual([{ serviceName: 'facade', rootFields: ['repositories'] }]);
+    // The gateway passes no ftv1 on to its own client.
+    expect(answer.extensions ?? {}).not.toHaveProperty('ftv1');
+  });
+
+  it('answers ftv1 only to a request that asks for it', async () => {
+    const query = '{ repositories(limit: 1) { total } }';
+    const plain = await post(facade.url, query);
+    expect(plain.extensions ?? {}).not.toHaveProperty('ftv1');
+    const asked = await postGraphQL(facade.url, query, undefined, {
+      ...HEADERS,
+      'apollo-federation-include-trace': 'ftv1',
+    });
+    expect(typeof asked.extensions?.ftv1).toBe('string');
+  });
 
   it('passes the facade’s validation errors through with their code and path, and calls nothing upstream', async () => {
     const { answer, seen } = await upstreamSeen(
