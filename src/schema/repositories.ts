@@ -12,6 +12,8 @@ interface RepositoryPage {
 }
 
 const BranchRef = builder.objectRef<Branch>('Branch').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'A branch of a repository.',
   fields: (t) => ({
     name: t.exposeString('name', {
@@ -25,6 +27,8 @@ const BranchRef = builder.objectRef<Branch>('Branch').implement({
 });
 
 const TagRef = builder.objectRef<Tag>('Tag').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'A tag of a repository.',
   fields: (t) => ({
     name: t.exposeString('name', {
@@ -86,6 +90,8 @@ builder.asEntity(RepositoryRef, {
 });
 
 const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'One page of repositories, paged by limit and offset.',
   fields: (t) => ({
     items: t.field({

@@ -23,6 +23,8 @@ interface RepositoryConnection {
 }
 
 const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInfo').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'Relay page information.',
   fields: (t) => ({
     hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether more edges follow.' }),
@@ -39,6 +41,8 @@ const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInf
 });
 
 const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'A repository and its cursor.',
   fields: (t) => ({
     cursor: t.exposeString('cursor', { description: 'An opaque cursor for this position.' }),
@@ -53,6 +57,8 @@ const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').im
 const RepositoryConnectionRef = builder
   .objectRef<RepositoryConnection>('RepositoryConnection')
   .implement({
+    // A value type other subgraphs may define too: @shareable, so that they compose.
+    shareable: true,
     description: 'The repository list as a Relay connection.',
     fields: (t) => ({
       edges: t.field({

@@ -12,6 +12,7 @@ import {
 import { type Gateway, startGateway } from '../helpers/gateway.js';
 import { postGraphQL, useHarness } from '../helpers/harness.js';
 import { type Listening, listen } from '../helpers/net.js';
+import { createRelayApp } from '../helpers/relay-subgraph.js';
 
 const HEADERS = { authorization: 'Bearer federation-test', 'x-request-id': 'federation-test-1' };
 
@@ -63,7 +64,7 @@ describe('federation', () => {
   it('answers _service { sdl } with keys that say the facade cannot fetch by key', () => {
     const sdl = subgraphs[0]?.sdl ?? '';
     expect(sdl).toContain(
-      '@link(url: "https://specs.apollo.dev/federation/v2.6", import: ["@key"])',
+      '@link(url: "https://specs.apollo.dev/federation/v2.14", import: ["@key", "@shareable"])',
     );
     expect(sdl).toMatch(/type Repository\s+@key\(fields: "id", resolvable: false\)/);
     expect(sdl).toMatch(/type DomainVerification\s+@key\(fields: "id", resolvable: false\)/);
@@ -134,6 +135,41 @@ describe('federation', () => {
       expect(seen).toEqual(direct.seen);
     },
   );
+
+  it('composes with a Relay-style subgraph of its own PageInfo, Node and Tag, and answers across both', async () => {
+    const relay = await listen(createRelayApp());
+    let relayGateway: Gateway | undefined;
+    try {
+      const all = [...subgraphs, { name: 'relay', url: relay.url, sdl: await fetchSdl(relay.url) }];
+      relayGateway = await startGateway(composeSupergraph(all));
+      const answer = await post(
+        relayGateway.url,
+        `{
+          repositoriesConnection(first: 2) {
+            pageInfo { hasNextPage endCursor }
+            edges { node { id tags { name target } } }
+          }
+          labels(first: 2) { pageInfo { hasNextPage endCursor } edges { node { id name } } }
+          releaseTags { name target message }
+          node(id: "label-1") { id ... on Label { name } }
+        }`,
+      );
+      expect(answer.errors).toBeUndefined();
+      const data = answer.data as {
+        repositoriesConnection: { pageInfo: { hasNextPage: boolean }; edges: unknown[] };
+        labels: { pageInfo: { hasNextPage: boolean; endCursor: string } };
+        releaseTags: Array<{ name: string }>;
+        node: { id: string; name: string };
+      };
+      expect(data.repositoriesConnection.edges).toHaveLength(2);
+      expect(data.repositoriesConnection.pageInfo.hasNextPage).toBe(true);
+      expect(data.labels.pageInfo).toEqual({ hasNextPage: true, endCursor: 'label-1' });
+      expect(data.releaseTags[0]?.name).toBe('v1.0.0');
+      expect(data.node).toEqual({ id: 'label-1', name: 'feature' });
+    } finally {
+      await Promise.allSettled([relayGateway?.close(), relay.close()]);
+    }
+  });
 
   it('passes the caller’s trace through the gateway and the facade to the REST API', async () => {
     const traceId = '5b8efff798038103d269b633813fc60c';
