@@ -117,7 +117,7 @@ export function createApp({
     healthCheckEndpoint: PATHS.health,
     landingPage: false,
     logging: yogaLogger(log),
-    cors: corsOptions(config.corsOrigins),
+    cors: corsOptions(config.corsOrigins, config.corsAllowedHeaders),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,

@@ -88,6 +88,35 @@ describe('operability', () => {
     expect(log.raw.join('\n')).not.toMatch(/very-secret-token-123|authorization/i);
   });
 
+  it('logs and counts the client identity it is sent, bounded', async () => {
+    log.lines.length = 0;
+    const client = (name: string, version: string) => ({
+      'apollographql-client-name': name,
+      'apollographql-client-version': version,
+    });
+    await postGraphQL(h.app, 'query Ident { __typename }', {}, client('web-app', '1.4.2'));
+    await postGraphQL(h.app, 'query Ident { __typename }', {}, client('x'.repeat(500), '\u0001'));
+    const [named, junk] = log.lines.filter((line) => line.msg === 'request');
+    expect(named).toMatchObject({ clientName: 'web-app', clientVersion: '1.4.2' });
+    expect(junk).not.toHaveProperty('clientName');
+    expect(junk).not.toHaveProperty('clientVersion');
+    for (let i = 0; i < 60; i++) {
+      await postGraphQL(h.app, '{ __typename }', {}, client(`client-${i}`, '1'));
+    }
+    const text = await (await h.app.fetch('http://facade.test/metrics')).text();
+    expect(text).toMatch(
+      /graphql_client_operations_total\{clientName="web-app",clientVersion="1.4.2"\} 1/,
+    );
+    expect(text).toMatch(
+      /graphql_client_operations_total\{clientName="unknown",clientVersion="unknown"\}/,
+    );
+    const series = text.match(/^graphql_client_operations_total\{/gm) ?? [];
+    expect(series.length).toBeLessThanOrEqual(51);
+    expect(text).toMatch(
+      /graphql_client_operations_total\{clientName="other",clientVersion="other"\}/,
+    );
+  });
+
   it('forwards the request id upstream', async () => {
     await postGraphQL(
       h.app,
