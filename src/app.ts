@@ -21,6 +21,7 @@ import { useTracing } from './plugins/result/use-tracing.js';
 import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { useListLimits } from './plugins/validation/use-list-limits.js';
+import { useOperationTypes } from './plugins/validation/use-operation-types.js';
 import { schema } from './schema/index.js';
 import type { UpstreamClient } from './upstream/client.js';
 
@@ -94,6 +95,8 @@ export function createApp({
     useMediaType(),
     // At parse and validation: depth, tokens, aliases, directives, introspection.
     ...useLimits(config),
+    // At validation: only the operation types the schema has (no subscriptions).
+    useOperationTypes(),
     // Before execution and before anything coerces the variables (the cost does): lists no
     // longer than their maximum.
     useListLimits(),

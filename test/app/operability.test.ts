@@ -117,6 +117,29 @@ describe('operability', () => {
     );
   });
 
+  it('refuses a subscription as a validation error: no stack logged, no internal error counted', async () => {
+    const own = captureLog();
+    const ownMetrics = createMetrics();
+    const app = h.createApp({ logger: own.logger, metrics: ownMetrics });
+    const answer = await postGraphQL(app, 'subscription Watch { repositories { total } }');
+    expect(answer.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringContaining('no subscription operations'),
+        extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }),
+      }),
+    ]);
+    expect(own.lines.filter((line) => line.level === 'error')).toEqual([]);
+    expect(own.raw.join('\n')).not.toMatch(/stack|No root type/);
+    expect(own.lines.find((line) => line.msg === 'request')).toMatchObject({
+      operationType: 'subscription',
+      errors: ['GRAPHQL_VALIDATION_FAILED'],
+      upstreamCalls: 0,
+    });
+    const text = await ownMetrics.registry.metrics();
+    expect(text).toMatch(/graphql_errors_total\{code="GRAPHQL_VALIDATION_FAILED"\} 1/);
+    expect(text).not.toMatch(/INTERNAL_SERVER_ERROR/);
+  });
+
   it('forwards the request id upstream', async () => {
     await postGraphQL(
       h.app,
