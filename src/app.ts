@@ -18,6 +18,7 @@ import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useTracing } from './plugins/result/use-tracing.js';
+import { useUpstreamCalls } from './plugins/result/use-upstream-calls.js';
 import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { useListLimits } from './plugins/validation/use-list-limits.js';
@@ -105,6 +106,8 @@ export function createApp({
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache.
     useGraphQlJit() as Plugin,
+    // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
+    useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     // A gateway's federated tracing: `extensions.ftv1` when it sends
     // `apollo-federation-include-trace: ftv1`, never otherwise. Opt-in: the plugin wraps every
     // field's resolver, which costs every request, asked or not (docs/performance.md).

@@ -58,6 +58,8 @@ export interface CompletedCall {
   outcome: number | ErrorCode | 'cancelled';
   durationMs: number;
   requestId?: string | undefined;
+  /** The logical call this attempt belongs to: its retries share the number (per client). */
+  callId: number;
   /** 1 for the first try of a logical call, 2 for its first retry, ... */
   attempt: number;
   /** The resolver calls (loader keys) this call answered; more than one when pages were shared. */
@@ -105,6 +107,7 @@ export class UpstreamClient {
   readonly #prefix: string;
   readonly #breaker: Breaker;
   readonly #server: { address: string; port: number };
+  #calls = 0;
 
   constructor(options: UpstreamClientOptions) {
     this.#options = options;
@@ -204,11 +207,12 @@ export class UpstreamClient {
     else call.signal?.addEventListener('abort', onClientGone, { once: true });
     // POST and PUT change state: never repeated behind the caller's back.
     const attempts = request.method === 'GET' ? this.#options.retries + 1 : 1;
+    const callId = ++this.#calls;
     try {
       for (let attempt = 1; ; attempt++) {
         try {
           return await this.#breaker.run(() =>
-            this.#attempt(request, call, cancel, timeoutMs, attempt),
+            this.#attempt(request, call, cancel, timeoutMs, { callId, attempt }),
           );
         } catch (failure) {
           // Anything but an UpstreamError is a defect of ours: reported, never retried.
@@ -233,7 +237,7 @@ export class UpstreamClient {
     call: CallContext,
     cancel: CallCancel,
     timeoutMs: number,
-    attempt: number,
+    { callId, attempt }: { callId: number; attempt: number },
   ): Promise<T> {
     const started = performance.now();
     // The route names the endpoint, never its query string (it is a metrics label and span name).
@@ -282,6 +286,7 @@ export class UpstreamClient {
         outcome,
         durationMs: performance.now() - started,
         requestId: call.requestId,
+        callId,
         attempt,
         callers: call.callers ?? 1,
         fields: call.fields,
