@@ -1,16 +1,20 @@
 // `npm run bench`: the facade against direct REST, each a separate process, measured alternately.
 // The facade is pinned to core 0; the sandbox and this load generator share core 1 (`taskset`),
 // so the ratio compares one core of facade with one core of upstream.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
+import { build, cpuSeconds, peakRssMb, startFacade, startSandbox } from './processes.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const root = fileURLToPath(new URL('..', import.meta.url));
+// `npm run bench -- --workers 2`: the facade as WORKERS=2 on both cores (one process on core 0
+// otherwise).
+const workersFlag = process.argv.indexOf('--workers');
+const WORKERS = workersFlag > 0 ? Number(process.argv[workersFlag + 1]) : 1;
+if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers takes a whole number');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -25,37 +29,6 @@ const scenarios = {
   ),
 };
 
-/** Starts a pinned process and waits until `readyUrl` answers; its log lines go nowhere. */
-async function start(
-  core: number,
-  script: string,
-  env: Record<string, string>,
-  readyUrl: string,
-): Promise<ChildProcess> {
-  const child = spawn(
-    'taskset',
-    // Compiled JavaScript needs no loader: tsx's loader thread would add its own memory and CPU.
-    ['-c', String(core), process.execPath, script],
-    {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
-    const ok = await fetch(readyUrl).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return child;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`${script} did not answer ${readyUrl} within 30 s`);
-}
-
 interface Measured {
   rps: number;
   p50: number;
@@ -65,16 +38,6 @@ interface Measured {
   requests: number;
   /** CPU seconds (user + system) the serving process spent on the run. */
   cpuS: number;
-}
-
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // After "pid (comm) ", utime and stime are the 12th and 13th fields.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 /** `servedBy`: the process whose CPU the run is charged to (the sandbox, or the facade). */
@@ -114,12 +77,6 @@ const summary = (runs: Measured[]) => ({
   errors: average(runs, 'errors') + average(runs, 'non2xx'),
 });
 
-function peakRssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return Math.round(kb / 1024);
-}
-
 async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string, body: string) {
   await fetch(`${sandboxUrl}/__sandbox/requests`, { method: 'DELETE' });
   const operations = 20;
@@ -139,32 +96,16 @@ async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string,
 }
 
 async function main() {
-  // Measured as it is deployed: compiled JavaScript (`npm run build`), not through tsx.
-  execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
+  build();
   const [sandboxPort, facadePort] = [await freePort(), await freePort()];
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
   const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
   const children: ChildProcess[] = [];
   try {
-    const sandbox = await start(
-      1,
-      'dist/sandbox/main.js',
-      { SANDBOX_PORT: String(sandboxPort), SANDBOX_REPOSITORIES: '1000' },
-      `${sandboxUrl}/__sandbox/counts`,
-    );
+    const sandbox = await startSandbox(sandboxPort, { SANDBOX_REPOSITORIES: '1000' });
     children.push(sandbox);
-    const facade = await start(
-      0,
-      'dist/src/main.js',
-      // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
-      {
-        PORT: String(facadePort),
-        HOST: '127.0.0.1',
-        UPSTREAM_URL: sandboxUrl,
-        NODE_ENV: 'production',
-      },
-      `http://127.0.0.1:${facadePort}/health`,
-    );
+    // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
+    const facade = await startFacade(facadePort, sandboxUrl, {}, WORKERS);
     children.push(facade);
 
     const calls = {
@@ -230,6 +171,7 @@ async function main() {
       connections: CONNECTIONS,
       durationS: DURATION_S,
       rounds: ROUNDS,
+      workers: WORKERS,
       facadePeakRssMb: peakRssMb(facade.pid as number),
       rows,
     };

@@ -8,14 +8,15 @@ import { createHealth, type Health } from './observability/health.js';
 import { type Logger, silentLogger, yogaLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing.js';
-import { graphiqlTabs } from './plugins/request/graphiql-tabs.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
 import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
+import { useGraphiQL } from './plugins/request/use-graphiql.js';
 import { useMediaType } from './plugins/request/use-media-type.js';
-import { useMetrics } from './plugins/request/use-metrics.js';
+import { type MetricsSource, useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
+import { useCacheControl } from './plugins/result/use-cache-control.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useTracing } from './plugins/result/use-tracing.js';
 import { useUpstreamCalls } from './plugins/result/use-upstream-calls.js';
@@ -39,6 +40,8 @@ export interface AppDeps {
   health?: Health;
   /** Default: none. main.ts builds one from config.rateLimit (memory or Redis). */
   rateLimiter?: RateLimiter | undefined;
+  /** What /metrics answers; default: this app's registry. A cluster worker answers for all. */
+  metricsSource?: MetricsSource | undefined;
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
   tracing?: Tracing | undefined;
 }
@@ -60,6 +63,10 @@ export function createApp({
   metrics = createMetrics(),
   health = createHealth(),
   rateLimiter,
+  metricsSource = async () => ({
+    text: await metrics.registry.metrics(),
+    contentType: metrics.registry.contentType,
+  }),
   tracing,
 }: AppDeps) {
   const log = logger ?? silentLogger();
@@ -76,12 +83,13 @@ export function createApp({
     useRequestLog({
       logger: log,
       metrics,
-      graphqlEndpoint: PATHS.graphql,
       probePaths: [PATHS.health, PATHS.readiness, PATHS.metrics],
     }),
+    useCacheControl(),
     // At request parsing: routes that are not GraphQL, then refusals before the body is read.
-    useMetrics(metrics.registry, PATHS.metrics),
+    useMetrics(metricsSource, PATHS.metrics),
     useReadiness(health, PATHS.readiness),
+    ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
     useCsrfPrevention(),
     ...(rateLimiter
       ? [
@@ -128,15 +136,8 @@ export function createApp({
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
     plugins,
-    // Served from the package itself: these machines (and many intranets) cannot reach a CDN.
-    // Loaded on the first GraphiQL page view, so an API-only replica never holds the bundle.
-    renderGraphiQL: async (options) =>
-      (await import('@graphql-yoga/render-graphiql')).renderGraphiQL(options),
-    graphiql: {
-      title: 'GraphQL facade',
-      defaultTabs: graphiqlTabs,
-      shouldPersistHeaders: false,
-    },
+    // Served by useGraphiQL, built once; Yoga's own renders the page on every view.
+    graphiql: false,
     maskedErrors: {
       maskError: (error) => maskError(error, logError),
     },

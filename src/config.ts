@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 /** Thrown for a bad configuration value; main.ts prints its message as the one stderr line. */
@@ -194,10 +195,16 @@ const schema = z.object({
   MAX_BODY_BYTES: int(1, 100 * 1024 * 1024).default(1024 * 1024),
   BATCHING_LIMIT: int(0, 100).default(0),
   INTROSPECTION: bool.default(true),
+  // Unset: on, except with NODE_ENV=production.
+  GRAPHIQL: bool.optional(),
+  // Unset: `_service { sdl }` follows INTROSPECTION (it discloses the same schema).
+  SUBGRAPH_SDL: bool.optional(),
   // A flood backstop by default (1,000 requests a second per client over a minute): a busy
   // frontend or a load test from one address stays under it; public deployments set their own.
   RATE_LIMIT_POINTS: int(0, 1_000_000_000).default(60_000),
   RATE_LIMIT_WINDOW_S: int(1, 86_400).default(60),
+  // Unset: RATE_LIMIT_POINTS. Unverified tokens are free to invent, so they cannot be the only key.
+  RATE_LIMIT_ADDRESS_POINTS: int(0, 1_000_000_000).optional(),
   REDIS_URL: z
     .string()
     .trim()
@@ -212,6 +219,15 @@ const schema = z.object({
   MAX_UPSTREAM_CALLS: int(1, 10_000).default(20),
   // Explicit choice of the built-in sandbox as the upstream; required for it in production.
   SANDBOX: bool.optional(),
+  // Unset: 1 in development, every available core (`auto`) with NODE_ENV=production.
+  WORKERS: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^(auto|\d{1,3})$/, 'must be a whole number from 1 to 256, or auto')
+    .transform((value) => (value === 'auto' ? 'auto' : Number(value)))
+    .pipe(z.union([z.literal('auto'), z.number().int().min(1).max(256)]))
+    .optional(),
   // OpenTelemetry's own variables, as its specification defines them (only the trace exporter's).
   OTEL_SDK_DISABLED: bool.default(false),
   OTEL_TRACES_EXPORTER: z
@@ -252,6 +268,9 @@ const schema = z.object({
 
 type Env = z.output<typeof schema>;
 
+/** Every variable the facade reads (the deploy manifests are checked against it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 // Never echoed back, not even in a start-up error: keys, tokens, and URLs that can carry a password.
 const SECRETS = new Set([
   'UPSTREAM_API_KEY',
@@ -289,6 +308,8 @@ export interface Config {
   sandbox: { repositories: number; port: number; faults: boolean };
   /** NODE_ENV=production: field suggestions are hidden. */
   production: boolean;
+  /** Serve GraphiQL to browsers at the GraphQL endpoint. */
+  graphiql: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** What one GraphQL request may ask for; all checked before any execution. */
   limits: {
@@ -301,15 +322,26 @@ export interface Config {
     /** Operations per batched HTTP request; 0 refuses batches. */
     batchingLimit: number;
     introspection: boolean;
+    /** `_service { sdl }`, which a federation gateway composing at run time asks for. */
+    subgraphSdl: boolean;
   };
   /** Requests per client per window; points 0 disables. Counters in Redis when redisUrl is set. */
-  rateLimit: { points: number; windowS: number; redisUrl: string | undefined; trustProxy: boolean };
+  rateLimit: {
+    points: number;
+    /** Requests per address per window, whatever tokens they carry; 0: no ceiling. */
+    addressPoints: number;
+    windowS: number;
+    redisUrl: string | undefined;
+    trustProxy: boolean;
+  };
   /** Origins allowed to call from a browser; unset: same origin only. */
   corsOrigins: string[] | undefined;
   shutdownGraceMs: number;
   readinessCheckUpstream: boolean;
   /** Upstream calls one GraphQL request may cause; a logical call counts once, retries included. */
   maxUpstreamCalls: number;
+  /** Worker processes (node:cluster); 1 runs the facade in this process alone. */
+  workers: number;
   /** Span export (OTEL_*); undefined: no SDK is loaded and nothing is exported. */
   tracing: TracingConfig | undefined;
   /** Request headers browsers may send beyond the built-in set. */
@@ -360,6 +392,7 @@ function toConfig(env: Env): Config {
       faults: env.SANDBOX_FAULTS,
     },
     production: env.NODE_ENV === 'production',
+    graphiql: env.GRAPHIQL ?? env.NODE_ENV !== 'production',
     logLevel: env.LOG_LEVEL,
     limits: {
       maxDepth: env.MAX_DEPTH,
@@ -370,9 +403,11 @@ function toConfig(env: Env): Config {
       maxBodyBytes: env.MAX_BODY_BYTES,
       batchingLimit: env.BATCHING_LIMIT,
       introspection: env.INTROSPECTION,
+      subgraphSdl: env.SUBGRAPH_SDL ?? env.INTROSPECTION,
     },
     rateLimit: {
       points: env.RATE_LIMIT_POINTS,
+      addressPoints: env.RATE_LIMIT_ADDRESS_POINTS ?? env.RATE_LIMIT_POINTS,
       windowS: env.RATE_LIMIT_WINDOW_S,
       redisUrl: env.REDIS_URL,
       trustProxy: env.TRUST_PROXY,
@@ -381,6 +416,10 @@ function toConfig(env: Env): Config {
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     readinessCheckUpstream: env.READINESS_CHECK_UPSTREAM,
     maxUpstreamCalls: env.MAX_UPSTREAM_CALLS,
+    workers:
+      env.WORKERS === 'auto' || (env.WORKERS === undefined && env.NODE_ENV === 'production')
+        ? availableParallelism()
+        : (env.WORKERS ?? 1),
     tracing: tracingConfig(env),
     corsAllowedHeaders: env.CORS_ALLOWED_HEADERS ?? [],
     debugToken: env.DEBUG_TOKEN,

@@ -1,8 +1,12 @@
+import cluster from 'node:cluster';
 import { createServer, type Server } from 'node:http';
 import { Server as NetServer } from 'node:net';
+import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
 import { createApp, PATHS } from './app.js';
+import { runPrimary, type WorkerLink, workerLink } from './cluster.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { VERSION } from './observability/build-info.js';
 import { createHealth, type Health } from './observability/health.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -100,6 +104,8 @@ function exitAfterFlush(logger: Logger, code: number): void {
 /** What main() has started: the process must close these again on the way out. */
 interface Started {
   server: Server;
+  /** Set in a cluster worker. */
+  link: WorkerLink | undefined;
   client: UpstreamClient;
   health: Health;
   sandbox: Sandbox | undefined;
@@ -109,7 +115,29 @@ interface Started {
   tracing: Tracing | undefined;
 }
 
+/**
+ * Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
+ * sandbox is a separate program: this is the one place the facade imports it, and only on demand.
+ */
+async function embedSandbox(config: Config): Promise<Sandbox> {
+  const { startSandbox } = await import('../sandbox/server.js');
+  return startSandbox({
+    port: config.sandbox.port,
+    repositories: config.sandbox.repositories,
+    dnsServers: config.dns.servers,
+    dnsTimeoutMs: config.dns.timeoutMs,
+    faults: config.sandbox.faults,
+  }).catch((error: unknown) => {
+    throw listenFailure(
+      error,
+      { port: 'SANDBOX_PORT', host: 'SANDBOX_PORT' },
+      `127.0.0.1:${config.sandbox.port} for the built-in sandbox`,
+    );
+  });
+}
+
 async function start(config: Config, logger: Logger): Promise<Started> {
+  const link = workerLink();
   // Before the server exists: the server span comes from patching node:http. Without an
   // endpoint the SDK is not even loaded.
   const tracing = config.tracing
@@ -119,27 +147,18 @@ async function start(config: Config, logger: Logger): Promise<Started> {
         PATHS.metrics,
       ])
     : undefined;
-  // Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
-  // sandbox is a separate program: this is the one place the facade imports it, and only on demand.
-  let sandbox: Sandbox | undefined;
-  if (!config.upstreamUrl) {
-    const { startSandbox } = await import('../sandbox/server.js');
-    sandbox = await startSandbox({
-      port: config.sandbox.port,
-      repositories: config.sandbox.repositories,
-      dnsServers: config.dns.servers,
-      dnsTimeoutMs: config.dns.timeoutMs,
-      faults: config.sandbox.faults,
-    }).catch((error: unknown) => {
-      throw listenFailure(
-        error,
-        { port: 'SANDBOX_PORT', host: 'SANDBOX_PORT' },
-        `127.0.0.1:${config.sandbox.port} for the built-in sandbox`,
-      );
-    });
-  }
+  const sandbox = config.upstreamUrl ? undefined : await embedSandbox(config);
   const upstreamUrl = config.upstreamUrl ?? (sandbox?.url as string);
-  const metrics = createMetrics({ processMetrics: true });
+  const metrics = createMetrics({
+    processMetrics: true,
+    ...(link ? { defaultLabels: { worker: link.id } } : {}),
+  });
+  if (link) {
+    // prom-client's cluster aggregation asks each worker for this registry's metrics; a worker
+    // answers only once an AggregatorRegistry exists in it (its constructor adds the listener).
+    new AggregatorRegistry();
+    AggregatorRegistry.setRegistries([metrics.registry]);
+  }
   const client = new UpstreamClient({
     baseUrl: upstreamUrl,
     ...config.upstream,
@@ -149,10 +168,20 @@ async function start(config: Config, logger: Logger): Promise<Started> {
   });
   const health = createHealth({
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
+    gate: link?.clusterReady,
   });
-  const rateLimiter = await createRateLimiter(config.rateLimit, logger);
+  const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined);
   const redisReady = rateLimiter?.store === 'redis' ? rateLimiter.ready(5_000) : undefined;
-  const yoga = createApp({ config, client, logger, metrics, health, rateLimiter, tracing });
+  const yoga = createApp({
+    config,
+    client,
+    logger,
+    metrics,
+    health,
+    rateLimiter,
+    metricsSource: link?.metrics,
+    tracing,
+  });
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.
@@ -170,7 +199,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
       `${config.host ?? '*'}:${config.port}`,
     );
   });
-  return { server, client, health, sandbox, rateLimiter, redisReady, upstreamUrl, tracing };
+  return { server, link, client, health, sandbox, rateLimiter, redisReady, upstreamUrl, tracing };
 }
 
 async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
@@ -178,7 +207,10 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
-  logger.info({ url, port }, `GraphQL facade listening on ${url} (GraphiQL in a browser)`);
+  logger.info(
+    { url, port, version: VERSION, node: process.version },
+    `GraphQL facade ${VERSION} listening on ${url}${config.graphiql ? ' (GraphiQL in a browser)' : ''}`,
+  );
   if (sandbox) {
     logger.info(
       { upstream: 'sandbox', sandboxUrl: sandbox.url, faults: config.sandbox.faults },
@@ -254,6 +286,25 @@ async function main() {
   process.on('uncaughtException', (error) => onFailure(error, 'uncaught exception'));
   process.on('unhandledRejection', (error) => onFailure(error, 'unhandled rejection'));
 
+  if (config.workers > 1 && cluster.isPrimary) {
+    // The workers share one embedded sandbox, so they serve one set of data.
+    const sandbox = config.upstreamUrl
+      ? undefined
+      : await embedSandbox(config).catch(failedToStart);
+    if (sandbox) {
+      logger.info(
+        { upstream: 'sandbox', sandboxUrl: sandbox.url },
+        `Upstream: the built-in sandbox at ${sandbox.url}, shared by the workers`,
+      );
+    }
+    runPrimary(
+      config,
+      logger,
+      config.workers,
+      sandbox ? { UPSTREAM_URL: sandbox.url, SANDBOX: '' } : {},
+    );
+    return;
+  }
   const started = await start(config, logger).catch(failedToStart);
   // Once serving, a crash is the log's: a fatal line with its stack, flushed before exiting.
   onFailure = (error, kind) => {

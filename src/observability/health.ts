@@ -12,6 +12,8 @@ export interface HealthOptions {
   /** When set, readiness also needs a TCP connection to this URL's host and port to succeed. */
   probeUrl?: string | undefined;
   probeTimeoutMs?: number;
+  /** One more condition, e.g. that every worker of the cluster is ready. */
+  gate?: (() => boolean) | undefined;
 }
 
 // A probe per readiness request would let anyone who can reach /readiness hammer the upstream.
@@ -35,7 +37,7 @@ export function createHealth(options: HealthOptions = {}): Health {
       return draining;
     },
     async ready() {
-      if (draining) return false;
+      if (draining || (options.gate && !options.gate())) return false;
       return options.probeUrl ? probe(options.probeUrl) : true;
     },
   };

@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { BreakerState } from '../upstream/breaker.js';
 import type { CompletedCall } from '../upstream/client.js';
+import { VERSION } from './build-info.js';
 
 export interface Metrics {
   /** This app's own registry: tests build many apps in one process, each with its own counters. */
@@ -26,6 +27,8 @@ export interface ClientIdentity {
 export interface MetricsOptions {
   /** Node's process metrics (memory, event loop, GC); on in the real process only. */
   processMetrics?: boolean;
+  /** Labels on every series, e.g. the worker's id, so a cluster's aggregate keeps workers apart. */
+  defaultLabels?: Record<string, string>;
 }
 
 // Operation names come from the caller: unbounded label values would let any client grow the
@@ -49,7 +52,14 @@ function boundedNames(limit: number, maxLength = 64): (name: string | undefined)
 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
+  if (options.defaultLabels) registry.setDefaultLabels(options.defaultLabels);
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'facade_build_info',
+    help: 'The running build: always 1, its labels say which version on which Node',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  }).set({ version: VERSION, node: process.version }, 1);
   const operationName = boundedNames(OPERATION_NAMES);
   const clientPair = boundedNames(CLIENT_PAIRS, Number.POSITIVE_INFINITY);
 

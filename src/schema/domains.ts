@@ -1,4 +1,5 @@
-import { domainToASCII } from 'node:url';
+import { isIP } from 'node:net';
+import { toASCII } from 'tr46';
 import { z } from 'zod';
 import { UpstreamError } from '../errors.js';
 import type { WireDomainVerification } from '../upstream/wire.js';
@@ -6,25 +7,42 @@ import { builder } from './builder.js';
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 const TXT_PREFIX = '_service_custom_hostname';
+const NOT_A_DOMAIN =
+  'must be a DNS name of at least two labels (letters, digits or hyphens, 1-63 characters each, not starting or ending with a hyphen), 253 characters at most, and not an IP address';
 
 /** The TXT host a verification code must be published at. */
 export const txtHost = (domain: string) => `${TXT_PREFIX}.${domain}`;
 
 /**
- * A domain as the contract wants it before any upstream call: trimmed, lower-cased, one trailing
- * dot dropped, an internationalised name in its punycode form, then checked label by label.
+ * A domain as the contract wants it before any upstream call or DNS query: trimmed, lower-cased,
+ * one trailing dot dropped, an internationalised name in its punycode form, then checked label by
+ * label. It is checked as a DNS name, never parsed as a URL host: URL parsing reads "a.com/b" as
+ * "a.com", decodes "%65" and turns "0x7f.1" into an IPv4 address, all of which must be refused.
  */
 export const domainName = z.string().transform((raw, ctx) => {
-  const trimmed = raw.trim().toLowerCase().replace(/\.$/, '');
-  // domainToASCII does IDNA (UTS #46) mapping; it answers '' for what no DNS name can be.
-  const ascii = trimmed === '' ? '' : domainToASCII(trimmed);
-  const labels = ascii.split('.');
-  if (ascii.length > 253 || labels.length < 2 || !labels.every((label) => LABEL.test(label))) {
-    ctx.addIssue({
-      code: 'custom',
-      message:
-        'must be a DNS name of at least two labels (letters, digits or hyphens, 1-63 characters each, not starting or ending with a hyphen), 253 characters at most',
-    });
+  const trimmed = raw.trim().replace(/\.$/, '');
+  // UTS #46 with the STD3 rules refuses every character a host name cannot hold (/ ? # \ % @ :).
+  const ascii =
+    trimmed === ''
+      ? null
+      : toASCII(trimmed, {
+          useSTD3ASCIIRules: true,
+          checkHyphens: true,
+          checkBidi: true,
+          checkJoiners: true,
+          verifyDNSLength: true,
+        });
+  const labels = ascii?.split('.') ?? [];
+  const valid =
+    ascii !== null &&
+    ascii.length <= 253 &&
+    labels.length >= 2 &&
+    labels.every((label) => LABEL.test(label)) &&
+    // An all-numeric top label makes it an IP address to resolvers (RFC 3696 section 2).
+    !/^[0-9]+$/.test(labels.at(-1) ?? '') &&
+    isIP(ascii) === 0;
+  if (!valid) {
+    ctx.addIssue({ code: 'custom', message: NOT_A_DOMAIN });
     return z.NEVER;
   }
   return ascii;

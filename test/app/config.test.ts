@@ -102,6 +102,20 @@ describe('start-up configuration', () => {
   });
 });
 
+describe('schema disclosure', () => {
+  it('lets the subgraph SDL follow INTROSPECTION unless SUBGRAPH_SDL says otherwise', () => {
+    expect(loadConfig({}).limits).toMatchObject({ introspection: true, subgraphSdl: true });
+    expect(loadConfig({ INTROSPECTION: 'false' }).limits).toMatchObject({
+      introspection: false,
+      subgraphSdl: false,
+    });
+    expect(loadConfig({ INTROSPECTION: 'false', SUBGRAPH_SDL: 'true' }).limits).toMatchObject({
+      introspection: false,
+      subgraphSdl: true,
+    });
+  });
+});
+
 describe('OpenTelemetry configuration', () => {
   it('exports nothing without an endpoint, or when the SDK or the exporter is turned off', () => {
     expect(loadConfig({}).tracing).toBeUndefined();

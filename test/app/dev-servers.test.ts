@@ -159,7 +159,7 @@ describe('requestDevServer', () => {
       expect(result.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
       // One issue for the list as a whole: none of its items was looked at.
       expect(result.errors?.[0]?.extensions.issues).toEqual([
-        { path: `$input.${field}`, message: `at most ${max} entries (got 30000)` },
+        { path: `input.${field}`, message: `at most ${max} entries (got 30000)` },
       ]);
     }
     // Written in the document rather than in a variable, the same maximum holds.

@@ -189,6 +189,12 @@ describe('domainDnsCheck', () => {
     'exa mple.com',
     `${'a'.repeat(64)}.example`,
     `${'a.'.repeat(126)}ab`,
+    'victim.com/attacker.com',
+    'a.com?x=1',
+    'a.com#f',
+    '%65xample.com',
+    '0x7f.1',
+    '10.0.0.1',
   ])('rejects the domain %j as BAD_USER_INPUT without any query', async (domain) => {
     const response = await live.h.gql(CHECK, { domain, code: 'c' });
     expect(response.data).toBeNull();

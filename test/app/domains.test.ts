@@ -160,6 +160,18 @@ describe('domain verification', () => {
       'bad_name.example',
       '-x.example',
       `${'a'.repeat(64)}.io`,
+      // URL syntax that a URL parser would quietly cut, decode or turn into an IP address.
+      'victim.com/attacker.com',
+      'a.com?x=1',
+      'a.com#f',
+      'a.com\\b.com',
+      'user@a.com',
+      'a.com:8080',
+      '%65xample.com',
+      '0x7f.1',
+      '127.0.0.1',
+      '1.2',
+      '[::1]',
     ]) {
       const response = await live.h.gql(query, { domain });
       expect(response.data, domain).toBeNull();

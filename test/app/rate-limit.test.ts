@@ -26,12 +26,14 @@ describe('rate limits, in memory', () => {
   });
 
   it('answers RATE_LIMITED with retryAfter, 429 and Retry-After past the budget', async () => {
-    const app = appWith();
+    const app = appWith({ rateLimit: { trustProxy: true } });
+    const as = (token: string, ip: string) => ({ ...bearer(token), 'x-forwarded-for': ip });
     for (let i = 0; i < 3; i++) {
-      expect((await postGraphQL(app, QUERY, {}, bearer('alice'))).errors).toBeUndefined();
+      const ok = await postGraphQL(app, QUERY, {}, as('alice', '192.0.2.10'));
+      expect(ok.errors).toBeUndefined();
     }
     h.sandbox.clearRequests();
-    const refused = await postGraphQL(app, QUERY, {}, bearer('alice'));
+    const refused = await postGraphQL(app, QUERY, {}, as('alice', '192.0.2.10'));
     expect(refused.status).toBe(429);
     expect(refused.errors?.[0]?.extensions.code).toBe('RATE_LIMITED');
     const retryAfter = refused.errors?.[0]?.extensions.retryAfter;
@@ -41,7 +43,35 @@ describe('rate limits, in memory', () => {
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
 
     // Another client's budget is its own.
-    expect((await postGraphQL(app, QUERY, {}, bearer('bob'))).errors).toBeUndefined();
+    const bob = await postGraphQL(app, QUERY, {}, as('bob', '192.0.2.11'));
+    expect(bob.errors).toBeUndefined();
+  });
+
+  it('holds an address to its ceiling whatever tokens it invents', async () => {
+    const app = appWith();
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      statuses.push((await postGraphQL(app, QUERY, {}, bearer(`invented-${i}`))).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, ...Array(7).fill(429)]);
+    expect(upstreamRequests(h.sandbox)).toHaveLength(3);
+  });
+
+  it('gives tokens from one address their own budgets up to RATE_LIMIT_ADDRESS_POINTS', async () => {
+    const wide = (await createRateLimiter({
+      points: 2,
+      addressPoints: 5,
+      windowS: 60,
+      redisUrl: undefined,
+    })) as RateLimiter;
+    const app = h.createApp({ rateLimiter: wide });
+    const send = (token: string) => postGraphQL(app, QUERY, {}, bearer(token));
+    const statuses: number[] = [];
+    for (const token of ['a', 'a', 'a', 'b', 'b', 'c', 'c'])
+      statuses.push((await send(token)).status);
+    // a: 2, then its own budget is spent; every attempt counts against the address's 5, so after
+    // b's 2 the address is spent too, and c, with a fresh budget of its own, is refused.
+    expect(statuses).toEqual([200, 200, 429, 200, 200, 429, 429]);
   });
 
   it('counts callers without a token by address (X-Forwarded-For only with TRUST_PROXY)', async () => {

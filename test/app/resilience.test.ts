@@ -170,6 +170,26 @@ describe('circuit breaker', () => {
   });
 });
 
+/** A list query over real HTTP whose client can go away mid-request; abandon() says how it ended. */
+function abandonable(url: string) {
+  const abort = new AbortController();
+  const pending = fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: LIST }),
+    signal: abort.signal,
+  }).then(
+    () => 'answered',
+    () => 'aborted',
+  );
+  return {
+    abandon() {
+      abort.abort();
+      return pending;
+    },
+  };
+}
+
 describe('cancellation', () => {
   const calls: CompletedCall[] = [];
   const h = useHarness({ onCall: (call) => calls.push(call) });
@@ -181,16 +201,9 @@ describe('cancellation', () => {
 
   it('aborts the upstream read of a client that goes away', async () => {
     h.sandbox.setFault(ROUTE, { delayMs: 5_000, times: 1 });
-    const abort = new AbortController();
-    const pending = fetch(server.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: LIST }),
-      signal: abort.signal,
-    }).catch(() => 'aborted');
+    const request = abandonable(server.url);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    abort.abort();
-    expect(await pending).toBe('aborted');
+    expect(await request.abandon()).toBe('aborted');
     await expect.poll(() => calls.length, { timeout: 2_000 }).toBe(1);
     expect(calls[0]?.outcome).toBe('cancelled');
     expect(calls[0]?.durationMs).toBeLessThan(2_000);
@@ -307,16 +320,9 @@ describe('cancellation and the breaker', () => {
   it('never opens on clients that go away, nor counts them as upstream faults', async () => {
     for (let i = 0; i < 4; i++) {
       h.sandbox.setFault(ROUTE, { delayMs: 5_000, times: 1 });
-      const abort = new AbortController();
-      const pending = fetch(server.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: LIST }),
-        signal: abort.signal,
-      }).catch(() => 'aborted');
+      const request = abandonable(server.url);
       await expect.poll(() => upstreamRequests(h.sandbox, ROUTE).length).toBe(i + 1);
-      abort.abort();
-      expect(await pending).toBe('aborted');
+      expect(await request.abandon()).toBe('aborted');
       await expect.poll(() => calls.length, { timeout: 2_000 }).toBe(i + 1);
     }
     expect(calls.map((call) => call.outcome)).toEqual(Array(4).fill('cancelled'));

@@ -126,6 +126,23 @@ describe('limits', () => {
     expect(typename.data).toEqual({ __typename: 'Query' });
   });
 
+  it('refuses the subgraph SDL when introspection is off, unless SUBGRAPH_SDL keeps it', async () => {
+    const sdl = '{ _service { sdl } }';
+    const open = await h.gql<{ _service: { sdl: string } }>(sdl);
+    expect(open.data?._service.sdl).toContain('type Query');
+
+    const edge = h.createApp({ config: { limits: { introspection: false, subgraphSdl: false } } });
+    const refused = await postGraphQL(edge, sdl);
+    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /_service.*SUBGRAPH_SDL=true/);
+    expect(JSON.stringify(refused)).not.toContain('type Query');
+
+    const subgraph = h.createApp({
+      config: { limits: { introspection: false, subgraphSdl: true } },
+    });
+    const kept = await postGraphQL<{ _service: { sdl: string } }>(subgraph, sdl);
+    expect(kept.data?._service.sdl).toContain('type Query');
+  });
+
   it('hides field suggestions in production only', async () => {
     const dev = await h.gql('{ repositories { totl } }');
     expect(dev.errors?.[0]?.message).toMatch(/Did you mean "total"/);
@@ -291,6 +308,45 @@ describe('caching', () => {
       expect(b.data?.repositories.items).not.toEqual(a.data?.repositories.items);
       expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')).toHaveLength(2);
       expect(a.headers.get('cache-control')).toBe('private, no-store');
+    } finally {
+      await h.close();
+    }
+  });
+
+  it.each([
+    [
+      'a trailing slash',
+      '/graphql/?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
+      'application/json',
+    ],
+    [
+      'an event stream',
+      '/graphql?query=%7Brepositories(limit%3A1)%7Btotal%7D%7D',
+      'text/event-stream',
+    ],
+  ])('marks a GraphQL answer on %s private, no-store', async (_, path, accept) => {
+    const h = await createHarness();
+    try {
+      const response = await h.app.fetch(`http://facade.test${path}`, {
+        headers: { accept, 'x-graphql-csrf': '1', authorization: 'Bearer alice' },
+      });
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('"total"');
+      expect(response.headers.get('cache-control')).toBe('private, no-store');
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('marks the CORS preflight Vary: Origin', async () => {
+    const h = await createHarness({ config: { corsOrigins: ['https://app.example.com'] } });
+    try {
+      const preflight = await h.app.fetch('http://facade.test/graphql', {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+      });
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+      expect(preflight.headers.get('vary')).toMatch(/\bOrigin\b/);
     } finally {
       await h.close();
     }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'undici';
@@ -6,6 +7,12 @@ import { loadConfig } from '../../src/config.js';
 import { type FacadeProcess, post, runFacade, startFacade } from '../helpers/process.js';
 
 const REPOS = 'query Repos { repositories(limit: 3) { total items { id defaultBranch } } }';
+
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
 
 describe('the facade process, as `npm start` runs it', () => {
   let facade: FacadeProcess;
@@ -20,8 +27,9 @@ describe('the facade process, as `npm start` runs it', () => {
 
   it('says where it listens and that it fronts the built-in sandbox, in its first lines', () => {
     const [first, second] = facade.lines;
-    expect(first?.msg).toMatch(/GraphQL facade listening on http:\/\/localhost:\d+\/graphql/);
+    expect(first?.msg).toMatch(/GraphQL facade \S+ listening on http:\/\/localhost:\d+\/graphql/);
     expect(first?.level).toBe('info');
+    expect(first).toMatchObject({ version: PACKAGE_VERSION, node: process.version });
     expect(second?.msg).toMatch(/built-in sandbox at http:\/\/127\.0\.0\.1:\d+/);
     expect(facade.sandboxUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
@@ -55,6 +63,9 @@ describe('the facade process, as `npm start` runs it', () => {
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toMatch(/upstream_calls_total\{route="GET \/git\/v1\/repo",status="200"\} \d+/);
     expect(metrics).toMatch(/process_resident_memory_bytes/);
+    expect(metrics).toContain(
+      `facade_build_info{version="${PACKAGE_VERSION}",node="${process.version}"} 1`,
+    );
   });
 });
 

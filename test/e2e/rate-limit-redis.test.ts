@@ -34,7 +34,12 @@ describe('rate limits in Redis, shared by two facade processes', () => {
       await waitForPort(port);
       redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
       redis.on('error', () => {});
-      const env = { REDIS_URL: redisUrl, RATE_LIMIT_POINTS: '5', RATE_LIMIT_WINDOW_S: '60' };
+      const env = {
+        REDIS_URL: redisUrl,
+        RATE_LIMIT_POINTS: '5',
+        RATE_LIMIT_ADDRESS_POINTS: '12',
+        RATE_LIMIT_WINDOW_S: '60',
+      };
       facades.push(...(await Promise.all([startFacade(env), startFacade(env)])));
     }, 60_000);
 
@@ -69,6 +74,19 @@ describe('rate limits in Redis, shared by two facade processes', () => {
       ).toBe('RATE_LIMITED');
       expect((await post(a.url, QUERY, bearer('shared-client'))).status).toBe(429);
       expect((await post(a.url, QUERY, bearer('another-client'))).status).toBe(200);
+    });
+
+    it('holds one address to its ceiling across both replicas, whatever tokens it invents', async () => {
+      const addressKeys = await redis.keys('*rl-address*');
+      expect(addressKeys).toHaveLength(1);
+      const spent = Number(await redis.get(addressKeys[0] as string));
+      const statuses: number[] = [];
+      for (let i = 0; i < 16; i++) {
+        const facade = facades[i % 2] as FacadeProcess;
+        statuses.push((await post(facade.url, QUERY, bearer(`invented-${i}`))).status);
+      }
+      const left = 12 - spent;
+      expect(statuses).toEqual([...Array(left).fill(200), ...Array(16 - left).fill(429)]);
     });
 
     it('keeps hashed keys in Redis, never a raw token', async () => {

@@ -18,13 +18,23 @@ export interface FacadeProcess {
   stop(waitMs?: number): Promise<number | string>;
 }
 
-const ENTRY = ['--import', 'tsx', 'src/main.ts'];
+/** Where and how the process starts: by default the sources through tsx, as `npm start` does. */
+export interface StartOptions {
+  timeoutMs?: number;
+  /** Another checkout or install to run from (a production install, say). */
+  cwd?: string;
+  /** Node's arguments; default: the TypeScript sources through tsx. */
+  entry?: string[];
+}
+
+const SOURCES = ['--import', 'tsx', 'src/main.ts'];
 
 /** The facade's child process with its output collected as it comes. */
-function spawnFacade(env: Record<string, string>) {
-  const child = spawn(process.execPath, ENTRY, {
+function spawnFacade(env: Record<string, string>, options: StartOptions = {}) {
+  const child = spawn(process.execPath, options.entry ?? SOURCES, {
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.cwd ? { cwd: options.cwd } : {}),
   });
   let stdout = '';
   let stderr = '';
@@ -61,9 +71,10 @@ export function runFacade(
 /** Starts the facade as `npm start` does; resolves once it has logged its port (and sandbox). */
 export async function startFacade(
   env: Record<string, string> = {},
-  timeoutMs = 30_000,
+  options: StartOptions = {},
 ): Promise<FacadeProcess> {
-  const { child, stdout, stderr } = spawnFacade(env);
+  const { timeoutMs = 30_000 } = options;
+  const { child, stdout, stderr } = spawnFacade(env, options);
   const lines: Array<Record<string, unknown>> = [];
   child.stdout?.on('data', () => {
     lines.length = 0;

@@ -2,6 +2,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
 import {
   type RateLimiterAbstract,
+  RateLimiterCluster,
   RateLimiterMemory,
   RateLimiterRedis,
   RateLimiterRes,
@@ -13,14 +14,22 @@ import { bearerToken, tokenId } from './bearer-token.js';
 
 export interface RateLimiter {
   readonly store: 'memory' | 'redis';
-  /** Takes `points` from the key's budget: undefined when allowed, else seconds until allowed. */
+  /** Takes `points` from a client's budget: undefined when allowed, else seconds until allowed. */
   consume(key: string, points?: number): Promise<number | undefined>;
+  /** The same from an address's ceiling, which holds whatever tokens its requests carry. */
+  consumeAddress(address: string, points?: number): Promise<number | undefined>;
   /** Resolves true once the store can be used (Redis connected), false after `timeoutMs`. */
   ready(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
 const KEY_PREFIX = 'graphql-facade:rl';
+// How long a worker waits for the primary's counters before it lets the request through.
+const CLUSTER_TIMEOUT_MS = 1_000;
+const ADDRESS_PREFIX = 'graphql-facade:rl-address';
+
+type Limits = Pick<Config['rateLimit'], 'points' | 'windowS' | 'redisUrl'> &
+  Partial<Pick<Config['rateLimit'], 'addressPoints'>>;
 
 /**
  * Undefined when RATE_LIMIT_POINTS is 0. With REDIS_URL the counters live in Redis, shared by
@@ -28,13 +37,34 @@ const KEY_PREFIX = 'graphql-facade:rl';
  * (an "insurance" limiter) rather than refusing or waving everyone through.
  */
 export async function createRateLimiter(
-  options: Pick<Config['rateLimit'], 'points' | 'windowS' | 'redisUrl'>,
+  options: Limits,
   logger?: Logger,
+  /** In a cluster worker: memory counters are kept by the primary, shared by every worker. */
+  inCluster = false,
 ): Promise<RateLimiter | undefined> {
   if (options.points === 0) return undefined;
-  const limits = { points: options.points, duration: options.windowS, keyPrefix: KEY_PREFIX };
-  const memory = new RateLimiterMemory(limits);
-  if (!options.redisUrl) return wrap('memory', memory, async () => {}, logger);
+  const budgets = {
+    client: { points: options.points, duration: options.windowS, keyPrefix: KEY_PREFIX },
+    address: {
+      points: options.addressPoints ?? options.points,
+      duration: options.windowS,
+      keyPrefix: ADDRESS_PREFIX,
+    },
+  };
+  const noCeiling = budgets.address.points === 0;
+  if (!options.redisUrl) {
+    const inMemory = (limits: typeof budgets.client) =>
+      inCluster
+        ? new RateLimiterCluster({ ...limits, timeoutMs: CLUSTER_TIMEOUT_MS })
+        : new RateLimiterMemory(limits);
+    return wrap({
+      store: 'memory',
+      client: inMemory(budgets.client),
+      address: noCeiling ? undefined : inMemory(budgets.address),
+      close: async () => {},
+      logger,
+    });
+  }
 
   // Loaded only when used: the Redis client is resident memory that a memory-store replica
   // never needs.
@@ -45,39 +75,51 @@ export async function createRateLimiter(
   redis.on('error', (error: Error) =>
     logger?.warn({ err: error }, 'rate limit store (Redis) error'),
   );
-  const limiter = new RateLimiterRedis({ ...limits, storeClient: redis, insuranceLimiter: memory });
-  return wrap(
-    'redis',
-    limiter,
-    async () => {
+  const inRedis = (limits: typeof budgets.client) =>
+    new RateLimiterRedis({
+      ...limits,
+      storeClient: redis,
+      insuranceLimiter: new RateLimiterMemory(limits),
+    });
+  return wrap({
+    store: 'redis',
+    client: inRedis(budgets.client),
+    address: noCeiling ? undefined : inRedis(budgets.address),
+    close: async () => {
       redis.disconnect();
     },
     logger,
     redis,
-  );
+  });
 }
 
-function wrap(
-  store: 'memory' | 'redis',
-  limiter: RateLimiterAbstract,
-  close: () => Promise<void>,
-  logger: Logger | undefined,
-  redis?: Redis,
-): RateLimiter {
+interface Stores {
+  store: 'memory' | 'redis';
+  client: RateLimiterAbstract;
+  address: RateLimiterAbstract | undefined;
+  close: () => Promise<void>;
+  logger: Logger | undefined;
+  redis?: Redis;
+}
+
+function wrap({ store, client, address, close, logger, redis }: Stores): RateLimiter {
+  const consume = async (limiter: RateLimiterAbstract, key: string, points: number) => {
+    try {
+      await limiter.consume(key, points);
+      return undefined;
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes)
+        return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+      // Neither store answered: better to serve than to take the service down with the store.
+      logger?.error({ err: rejection }, 'rate limit check failed; request allowed');
+      return undefined;
+    }
+  };
   return {
     store,
-    async consume(key, points = 1) {
-      try {
-        await limiter.consume(key, points);
-        return undefined;
-      } catch (rejection) {
-        if (rejection instanceof RateLimiterRes)
-          return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-        // Neither store answered: better to serve than to take the service down with the store.
-        logger?.error({ err: rejection }, 'rate limit check failed; request allowed');
-        return undefined;
-      }
-    },
+    consume: (key, points = 1) => consume(client, key, points),
+    consumeAddress: async (key, points = 1) =>
+      address ? consume(address, key, points) : undefined,
     close,
     ready(timeoutMs) {
       if (!redis || redis.status === 'ready') return Promise.resolve(true);
@@ -99,16 +141,24 @@ export interface ClientKeyOptions {
   isAccepted?: ((token: string | undefined) => boolean) | undefined;
 }
 
-/** The bearer token (hashed: raw tokens are never stored) if any, else the client's address. */
-export function clientKey(
+/** Who a request counts as: its client key, and its address when that ceiling applies too. */
+export interface ClientKeys {
+  /** The bearer token (hashed: raw tokens are never stored) if any, else the address. */
+  client: string;
+  /** Set unless the token is a verified identity (service-key mode's CLIENT_TOKENS). */
+  address: string | undefined;
+}
+
+export function clientKeys(
   request: Request,
   serverContext: unknown,
   options: ClientKeyOptions,
-): string {
+): ClientKeys {
+  const address = clientAddress(request, serverContext, options.trustProxy);
   const token = bearerToken(request.headers.get('authorization'));
-  if (token !== undefined && (!options.isAccepted || options.isAccepted(token)))
-    return `t:${tokenId(token)}`;
-  return `ip:${clientAddress(request, serverContext, options.trustProxy)}`;
+  if (token === undefined || (options.isAccepted && !options.isAccepted(token)))
+    return { client: `ip:${address}`, address };
+  return { client: `t:${tokenId(token)}`, address: options.isAccepted ? undefined : address };
 }
 
 function clientAddress(request: Request, serverContext: unknown, trustProxy: boolean): string {
@@ -131,18 +181,26 @@ function rateLimited(retryAfter: number): FacadeError {
 /**
  * One point per HTTP request, taken before its body is read; a batch pays for its other
  * operations once parsed. Runs before any execution, so a refused request costs no upstream call.
+ * A request pays its client's budget and, unless its token is verified, its address's ceiling:
+ * in forwarding mode anyone can invent tokens, so a token alone cannot be the key.
  */
 export function useRateLimit(limiter: RateLimiter, options: ClientKeyOptions): Plugin {
+  const take = async (keys: ClientKeys, points: number) => {
+    const [client, address] = await Promise.all([
+      limiter.consume(keys.client, points),
+      keys.address === undefined ? undefined : limiter.consumeAddress(keys.address, points),
+    ]);
+    const wait = Math.max(client ?? 0, address ?? 0);
+    if (wait > 0) throw rateLimited(wait);
+  };
   return {
     async onRequestParse({ request, serverContext }) {
-      const key = clientKey(request, serverContext, options);
-      const wait = await limiter.consume(key);
-      if (wait !== undefined) throw rateLimited(wait);
+      const keys = clientKeys(request, serverContext, options);
+      await take(keys, 1);
       return {
         async onRequestParseDone({ requestParserResult }) {
           if (!Array.isArray(requestParserResult) || requestParserResult.length < 2) return;
-          const more = await limiter.consume(key, requestParserResult.length - 1);
-          if (more !== undefined) throw rateLimited(more);
+          await take(keys, requestParserResult.length - 1);
         },
       };
     },

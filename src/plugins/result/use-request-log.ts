@@ -55,26 +55,19 @@ function errorCodes(result: unknown): string[] {
   return codes;
 }
 
-/**
- * One JSON log line per request (request id, operation, status, duration, upstream calls,
- * error codes; never a header, a variable or a credential), the operation and error-code
- * metrics, the `x-request-id` response header, and `Cache-Control: no-store` on GraphQL answers:
- * they are per caller, and no cache between the facade and the browser may keep one for another.
- */
 export interface RequestLogOptions {
   logger: Logger;
   metrics: Metrics;
-  graphqlEndpoint: string;
   /** Health, readiness and metrics scrapes: logged at debug, or they drown the request lines. */
   probePaths: readonly string[];
 }
 
-export function useRequestLog({
-  logger,
-  metrics,
-  graphqlEndpoint,
-  probePaths,
-}: RequestLogOptions): Plugin {
+/**
+ * One JSON log line per request (request id, operation, status, duration, upstream calls,
+ * error codes; never a header, a variable or a credential), the operation and error-code
+ * metrics, and the `x-request-id` response header.
+ */
+export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions): Plugin {
   const probes = new Set(probePaths);
   return {
     onRequest({ request, url }) {
@@ -125,11 +118,6 @@ export function useRequestLog({
       if (!state) return;
       const requestId = state.context?.requestId ?? state.incomingId ?? randomUUID();
       response.headers.set('x-request-id', requestId);
-      response.headers.append('vary', 'Origin');
-      const isGraphql = state.path === graphqlEndpoint;
-      if (isGraphql && !response.headers.has('cache-control')) {
-        response.headers.set('cache-control', 'private, no-store');
-      }
       const seconds = (performance.now() - state.started) / 1000;
       // A client that went away reads no answer: its errors (upstream calls cut short) are not
       // the facade's or the upstream's and must not show up as such.

@@ -1,5 +1,5 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import type { GraphQLError, ValidationContext } from 'graphql';
+import type { ASTVisitor, GraphQLError, ValidationContext } from 'graphql';
 import { NoSchemaIntrospectionCustomRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Config } from '../../config.js';
@@ -28,6 +28,30 @@ const reject = [
 ];
 
 /**
+ * Refuses Apollo Federation's `_service { sdl }`: it discloses the whole schema, descriptions
+ * included, exactly as introspection does, so a public edge that turns one off turns off both.
+ */
+function NoSubgraphSdlRule(context: ValidationContext): ASTVisitor {
+  return {
+    Field(node) {
+      if (
+        node.name.value !== '_service' ||
+        context.getParentType() !== context.getSchema().getQueryType()
+      )
+        return;
+      context.reportError(
+        new FacadeError(
+          'GRAPHQL_VALIDATION_FAILED',
+          'The subgraph SDL (`_service`) is not served here: INTROSPECTION=false without SUBGRAPH_SDL=true',
+          {},
+          { nodes: [node] },
+        ),
+      );
+    },
+  };
+}
+
+/**
  * Depth, tokens, aliases and directives, all checked before execution (the cost, which needs the
  * variables, is use-cost.ts's), so an abusive document costs one parse and one validation and
  * never reaches a resolver or the upstream.
@@ -53,10 +77,14 @@ export function useLimits(config: Pick<Config, 'limits' | 'production'>): Plugin
       costLimit: { enabled: false },
     }) as Plugin,
   ];
-  if (!limits.introspection) {
+  const rules = [
+    ...(limits.introspection ? [] : [NoSchemaIntrospectionCustomRule]),
+    ...(limits.subgraphSdl ? [] : [NoSubgraphSdlRule]),
+  ];
+  if (rules.length > 0) {
     plugins.push({
       onValidate({ addValidationRule }) {
-        addValidationRule(NoSchemaIntrospectionCustomRule);
+        for (const rule of rules) addValidationRule(rule);
       },
     });
   }

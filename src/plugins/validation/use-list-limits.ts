@@ -70,7 +70,7 @@ export function useListLimits(): Plugin {
       for (const definition of operation?.variableDefinitions ?? []) {
         const name = definition.variable.name.value;
         const type = typeFromAST(args.schema, definition.type) as GraphQLInputType | undefined;
-        const issue = type && findLongList(variables[name], type, `$${name}`);
+        const issue = type && findLongList(variables[name], type, name);
         if (issue) {
           setResultAndStopExecution({ errors: [new BadUserInputError([issue])] });
           return;

@@ -54,7 +54,7 @@ describe('GraphiQL in Chromium', () => {
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    facade = await startFacade({}, START_MS);
+    facade = await startFacade({}, { timeoutMs: START_MS });
     sandboxUrl = facade.sandboxUrl ?? '';
     profile = mkdtempSync(join(tmpdir(), 'graphiql-chromium-'));
     context = await chromium.launchPersistentContext(profile, {

@@ -1,0 +1,122 @@
+// What the benchmark and the soak share: the build they measure, and the facade and the sandbox as
+// separate, pinned processes, observed through /proc.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Measured as it is deployed: compiled JavaScript (`npm run build`), not through tsx. */
+export function build(): void {
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
+}
+
+/** Starts a pinned process and waits until `readyUrl` answers; its log lines go nowhere. */
+export async function start(
+  /** taskset's CPU list: "0", or "0,1" for every core of this machine. */
+  cores: string,
+  script: string,
+  env: Record<string, string>,
+  readyUrl: string,
+): Promise<ChildProcess> {
+  const child = spawn(
+    'taskset',
+    // Compiled JavaScript needs no loader: tsx's loader thread would add its own memory and CPU.
+    ['-c', cores, process.execPath, script],
+    {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
+    const ok = await fetch(readyUrl).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return child;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${script} did not answer ${readyUrl} within 30 s`);
+}
+
+/** The compiled sandbox on core 1 (with the load generator), ready once it answers. */
+export function startSandbox(port: number, env: Record<string, string>): Promise<ChildProcess> {
+  return start(
+    '1',
+    'dist/sandbox/main.js',
+    { SANDBOX_PORT: String(port), ...env },
+    `http://127.0.0.1:${port}/__sandbox/counts`,
+  );
+}
+
+/**
+ * The compiled facade with production settings in front of `upstreamUrl`: one process on core 0
+ * unless `workers` asks for more, which then get every core.
+ */
+export function startFacade(
+  port: number,
+  upstreamUrl: string,
+  env: Record<string, string> = {},
+  workers = 1,
+): Promise<ChildProcess> {
+  return start(
+    workers > 1 ? '0,1' : '0',
+    'dist/src/main.js',
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      UPSTREAM_URL: upstreamUrl,
+      NODE_ENV: 'production',
+      WORKERS: String(workers),
+      ...env,
+    },
+    `http://127.0.0.1:${port}/health`,
+  );
+}
+
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** A process and its descendants (a cluster primary and its workers), from /proc. */
+function tree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    // Gone, or no children file: no descendants to count.
+  }
+  return [pid, ...children.flatMap(tree)];
+}
+
+/** CPU seconds (user + system) a process and its workers have used so far, from /proc. */
+export function cpuSeconds(pid: number): number {
+  let total = 0;
+  for (const one of tree(pid)) {
+    const stat = readFileSync(`/proc/${one}/stat`, 'utf8');
+    // After "pid (comm) ", utime and stime are the 12th and 13th fields.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  }
+  return total;
+}
+
+/** A memory figure of /proc/<pid>/status in MB: VmRSS (now) or VmHWM (the peak so far). */
+function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+/** Summed over the process and its workers. */
+export const rssMb = (pid: number) =>
+  tree(pid).reduce((sum, one) => sum + statusMb(one, 'VmRSS'), 0);
+/** Each process's own peak, summed: an upper bound of the tree's peak. */
+export const peakRssMb = (pid: number) =>
+  tree(pid).reduce((sum, one) => sum + statusMb(one, 'VmHWM'), 0);

@@ -1,0 +1,168 @@
+import cluster, { type Worker } from 'node:cluster';
+import { AggregatorRegistry, Counter, Registry } from 'prom-client';
+import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
+import type { Config } from './config.js';
+import type { Logger } from './observability/logger.js';
+
+// The messages between the primary and its workers. prom-client and rate-limiter-flexible use the
+// same IPC channel with messages of their own, so every one of ours carries this type prefix.
+const READY = 'facade:cluster-ready';
+const METRICS_REQUEST = 'facade:metrics-request';
+const METRICS_REPLY = 'facade:metrics-reply';
+
+type Message =
+  | { type: typeof READY; ready: boolean }
+  | { type: typeof METRICS_REQUEST; id: number }
+  | { type: typeof METRICS_REPLY; id: number; text: string; contentType: string };
+
+const isMessage = (value: unknown): value is Message =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as { type?: unknown }).type === 'string' &&
+  (value as { type: string }).type.startsWith('facade:');
+
+/** What a worker knows of the cluster: whether every worker is ready, and the metrics of all. */
+export interface WorkerLink {
+  /** True once the primary has seen every worker listen; false again while one is replaced. */
+  clusterReady(): boolean;
+  /** Prometheus text for every worker (and the primary's own counters), asked of the primary. */
+  metrics(): Promise<{ text: string; contentType: string }>;
+  /** This worker's id, a label on its own metrics so the aggregated answer keeps them apart. */
+  id: string;
+}
+
+/** In a worker: listens to the primary. Undefined in a single process. */
+export function workerLink(): WorkerLink | undefined {
+  const worker = cluster.worker;
+  if (!cluster.isWorker || !worker) return undefined;
+  let ready = false;
+  let next = 0;
+  const pending = new Map<number, (reply: { text: string; contentType: string }) => void>();
+  process.on('message', (message: unknown) => {
+    if (!isMessage(message)) return;
+    if (message.type === READY) ready = message.ready;
+    if (message.type === METRICS_REPLY) {
+      pending.get(message.id)?.({ text: message.text, contentType: message.contentType });
+      pending.delete(message.id);
+    }
+  });
+  return {
+    id: String(worker.id),
+    clusterReady: () => ready,
+    metrics: () =>
+      new Promise((resolve) => {
+        const id = next++;
+        pending.set(id, resolve);
+        process.send?.({ type: METRICS_REQUEST, id } satisfies Message);
+      }),
+  };
+}
+
+// A worker that keeps dying is restarted later each time, so a crash loop does not spin a core.
+const RESTART_BASE_MS = 200;
+const RESTART_MAX_MS = 30_000;
+const CRASH_MEMORY_MS = 60_000;
+
+/**
+ * The primary: forks `count` workers that share the port, replaces a worker that dies (with a
+ * back-off, counted in `facade_worker_restarts_total`), answers the workers' metrics requests with
+ * every worker's metrics, tells them when all are ready, and on SIGTERM drains them all and exits
+ * once every one has exited.
+ */
+export function runPrimary(
+  config: Config,
+  logger: Logger,
+  count: number,
+  env: Record<string, string>,
+): void {
+  // The in-memory rate limit is kept here, so N workers share one budget per client.
+  new RateLimiterClusterMaster();
+  const aggregator = new AggregatorRegistry();
+  const own = new Registry();
+  const restarts = new Counter({
+    name: 'facade_worker_restarts_total',
+    help: 'Workers that died and were replaced',
+    registers: [own],
+  });
+  const listening = new Set<number>();
+  const crashes: number[] = [];
+  let stopping = false;
+  // A worker that dies before any worker ever listened failed to start (its one stderr line says
+  // why): the primary stops with it rather than restarting it forever.
+  let started = false;
+
+  const broadcast = () => {
+    const ready = !stopping && listening.size === count;
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      worker?.send({ type: READY, ready } satisfies Message);
+    }
+  };
+
+  const fork = () => {
+    const worker: Worker = cluster.fork(env);
+    worker.on('listening', () => {
+      started = true;
+      listening.add(worker.id);
+      broadcast();
+    });
+    worker.on('message', (message: unknown) => {
+      if (!isMessage(message) || message.type !== METRICS_REQUEST) return;
+      void Promise.all([aggregator.clusterMetrics(), own.metrics()]).then(
+        ([workers, primary]) =>
+          worker.send({
+            type: METRICS_REPLY,
+            id: message.id,
+            text: `${workers}\n${primary}`,
+            contentType: aggregator.contentType,
+          } satisfies Message),
+        (error: unknown) => logger.error({ err: error }, 'cluster metrics failed'),
+      );
+    });
+  };
+
+  cluster.on('exit', (worker, code, signal) => {
+    listening.delete(worker.id);
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) {
+        logger.info('every worker has stopped');
+        logger.flush(() => process.exit(0));
+      }
+      return;
+    }
+    if (!started) {
+      stopping = true;
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    const now = Date.now();
+    crashes.push(now);
+    while ((crashes[0] ?? now) < now - CRASH_MEMORY_MS) crashes.shift();
+    const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (crashes.length - 1));
+    restarts.inc();
+    logger.error(
+      { worker: worker.id, code, signal, restartInMs: delay },
+      'worker died; replacing it',
+    );
+    broadcast();
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delay);
+  });
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, workers: listening.size }, 'draining every worker');
+    broadcast();
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    // A worker that does not exit within its own grace is cut, so the primary always ends.
+    setTimeout(() => {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+    }, config.shutdownGraceMs + 5_000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  logger.info({ workers: count }, `starting ${count} workers`);
+  for (let i = 0; i < count; i++) fork();
+}

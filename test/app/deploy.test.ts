@@ -1,0 +1,120 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { type ISecret, Secret } from 'kubernetes-models/v1/Secret';
+import { type IService, Service } from 'kubernetes-models/v1/Service';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { PATHS } from '../../src/app.js';
+import { CONFIG_VARIABLES, loadConfig } from '../../src/config.js';
+
+const dir = new URL('../../deploy/kubernetes/', import.meta.url);
+const read = (name: string) => readFileSync(new URL(name, dir), 'utf8');
+
+type Manifest = { apiVersion: string; kind: string; metadata: { name: string } } & Record<
+  string,
+  unknown
+>;
+
+// One class per kind the manifests use; each validates against the Kubernetes OpenAPI schema.
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  'apps/v1/Deployment': Deployment,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Secret': Secret,
+  'v1/Service': Service,
+};
+
+const files = readdirSync(dir).filter(
+  (name) => name.endsWith('.yaml') && name !== 'kustomization.yaml',
+);
+const manifests: Manifest[] = files.flatMap((name) =>
+  parseAllDocuments(read(name)).map((document) => document.toJS() as Manifest),
+);
+function find<T>(kind: string, name = 'graphql-facade'): T {
+  const found = manifests.find((m) => m.kind === kind && m.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name}`);
+  return found as unknown as T;
+}
+const facadePod = () => {
+  const pod = find<IDeployment>('Deployment').spec?.template.spec;
+  const container = pod?.containers[0];
+  if (!pod || !container) throw new Error('the Deployment has no container');
+  return { pod, container };
+};
+const configData = () => find<IConfigMap>('ConfigMap').data ?? {};
+
+describe('the Kubernetes manifests', () => {
+  it('are each valid against the Kubernetes schemas', () => {
+    expect(manifests.length).toBeGreaterThanOrEqual(8);
+    for (const manifest of manifests) {
+      const Model = MODELS[`${manifest.apiVersion}/${manifest.kind}`];
+      expect(Model, `${manifest.apiVersion} ${manifest.kind}`).toBeDefined();
+      expect(() =>
+        new (Model as NonNullable<typeof Model>)(manifest as never).validate(),
+      ).not.toThrow();
+    }
+  });
+
+  it('are all listed in the kustomization', () => {
+    const kustomization = parseAllDocuments(read('kustomization.yaml'))[0]?.toJS() as {
+      resources: string[];
+    };
+    expect([...kustomization.resources].sort()).toEqual([...files].sort());
+  });
+
+  it('probe the routes the facade serves, on the port it listens on', () => {
+    const { container } = facadePod();
+    const port = container.ports?.find((p) => p.name === 'http');
+    expect(port?.containerPort).toBe(loadConfig(configData()).port);
+    expect(container.readinessProbe?.httpGet).toEqual({ path: PATHS.readiness, port: 'http' });
+    expect(container.livenessProbe?.httpGet).toEqual({ path: PATHS.health, port: 'http' });
+    expect(find<IService>('Service').spec?.ports?.[0]?.targetPort).toBe('http');
+  });
+
+  it('configure only variables the facade reads, and values it accepts', () => {
+    const config = configData();
+    const secret = find<ISecret>('Secret').stringData ?? {};
+    for (const name of [...Object.keys(config), ...Object.keys(secret)]) {
+      expect(CONFIG_VARIABLES, name).toContain(name);
+    }
+    expect(() => loadConfig({ ...config, ...secret })).not.toThrow();
+    const redis = find<IService>('Service', 'graphql-facade-redis');
+    expect(new URL(secret.REDIS_URL ?? '').host).toBe(
+      `${redis.metadata?.name}:${redis.spec?.ports?.[0]?.port}`,
+    );
+  });
+
+  it('give the drain its time: preStop sleep plus SHUTDOWN_GRACE_MS within the grace period', () => {
+    const { pod, container } = facadePod();
+    const sleep = Number(container.lifecycle?.preStop?.exec?.command?.[1]);
+    const graceMs = loadConfig(configData()).shutdownGraceMs;
+    expect(sleep).toBeGreaterThan(0);
+    expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(
+      sleep * 1000 + graceMs,
+    );
+  });
+});
+
+describe('the Dockerfile', () => {
+  const dockerfile = readFileSync(new URL('../../deploy/Dockerfile', import.meta.url), 'utf8');
+  const scripts = (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      scripts: Record<string, string>;
+    }
+  ).scripts;
+
+  it('builds with the build script and runs what start:prod runs, as a user without privileges', () => {
+    expect(dockerfile).toContain('RUN npm run build');
+    expect(scripts.build).toBe('tsc -p tsconfig.build.json');
+    expect(dockerfile).toMatch(/RUN npm ci --omit=dev/);
+    const cmd = /^CMD \["node", "([^"]+)"\]$/m.exec(dockerfile)?.[1];
+    expect(cmd).toBe('dist/src/main.js');
+    expect(scripts['start:prod']).toContain(cmd);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toContain(`EXPOSE ${loadConfig({}).port}`);
+  });
+});

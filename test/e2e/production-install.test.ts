@@ -1,0 +1,54 @@
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sandbox, startSandbox } from '../../sandbox/server.js';
+import { type FacadeProcess, post, startFacade } from '../helpers/process.js';
+
+const run = promisify(execFile);
+const root = new URL('../..', import.meta.url).pathname;
+
+// What a container image holds: the lock file, the compiled build and `npm ci --omit=dev`. A
+// package the service needs at run time that sits in devDependencies fails here, not in production.
+describe('a production install', () => {
+  let dir: string;
+  let sandbox: Sandbox;
+  let facade: FacadeProcess | undefined;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'facade-prod-'));
+    for (const file of ['package.json', 'package-lock.json'])
+      cpSync(join(root, file), join(dir, file));
+    // Compiled into the copy, so the test never runs a stale dist/.
+    await run(process.execPath, [
+      join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(root, 'tsconfig.build.json'),
+      '--outDir',
+      join(dir, 'dist'),
+    ]);
+    await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--ignore-scripts'], {
+      cwd: dir,
+    });
+    sandbox = await startSandbox({ repositories: 7 });
+  }, 240_000);
+
+  afterAll(async () => {
+    await facade?.stop(5_000);
+    await sandbox?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts `node dist/src/main.js` with production settings and answers a query', async () => {
+    facade = await startFacade(
+      { NODE_ENV: 'production', UPSTREAM_URL: sandbox.url, HOST: '127.0.0.1' },
+      { cwd: dir, entry: ['dist/src/main.js'] },
+    );
+    const answer = await post(facade.url, '{ repositories(limit: 2) { total items { id } } }');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ data: { repositories: { total: 7 } } });
+    expect(facade.stderr()).toBe('');
+  });
+});
