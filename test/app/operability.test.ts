@@ -122,6 +122,7 @@ describe('operability', () => {
     const ownMetrics = createMetrics();
     const app = h.createApp({ logger: own.logger, metrics: ownMetrics });
     const answer = await postGraphQL(app, 'subscription Watch { repositories { total } }');
+    expect(answer.status).toBe(400);
     expect(answer.errors).toEqual([
       expect.objectContaining({
         message: expect.stringContaining('no subscription operations'),
