@@ -1,4 +1,5 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
+import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
@@ -6,6 +7,7 @@ import { maskError } from './errors.js';
 import { createHealth, type Health } from './observability/health.js';
 import { type Logger, silentLogger, yogaLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
 import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
@@ -16,9 +18,12 @@ import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useCacheControl } from './plugins/result/use-cache-control.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
+import { useTracing } from './plugins/result/use-tracing.js';
+import { useUpstreamCalls } from './plugins/result/use-upstream-calls.js';
 import { useCost } from './plugins/validation/use-cost.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { useListLimits } from './plugins/validation/use-list-limits.js';
+import { useOperationTypes } from './plugins/validation/use-operation-types.js';
 import { schema } from './schema/index.js';
 import type { UpstreamClient } from './upstream/client.js';
 
@@ -37,6 +42,8 @@ export interface AppDeps {
   rateLimiter?: RateLimiter | undefined;
   /** What /metrics answers; default: this app's registry. A cluster worker answers for all. */
   metricsSource?: MetricsSource | undefined;
+  /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
+  tracing?: Tracing | undefined;
 }
 
 /** The routes the facade answers; everything else is 404. */
@@ -60,6 +67,7 @@ export function createApp({
     text: await metrics.registry.metrics(),
     contentType: metrics.registry.contentType,
   }),
+  tracing,
 }: AppDeps) {
   const log = logger ?? silentLogger();
   const serviceKeyClients =
@@ -96,6 +104,8 @@ export function createApp({
     useMediaType(),
     // At parse and validation: depth, tokens, aliases, directives, introspection.
     ...useLimits(config),
+    // At validation: only the operation types the schema has (no subscriptions).
+    useOperationTypes(),
     // Before execution and before anything coerces the variables (the cost does): lists no
     // longer than their maximum.
     useListLimits(),
@@ -104,16 +114,24 @@ export function createApp({
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache.
     useGraphQlJit() as Plugin,
+    // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
+    useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
+    // A gateway's federated tracing: `extensions.ftv1` when it sends
+    // `apollo-federation-include-trace: ftv1`, never otherwise. Opt-in: the plugin wraps every
+    // field's resolver, which costs every request, asked or not (docs/performance.md).
+    ...(config.federatedTracing ? [useApolloInlineTrace() as Plugin] : []),
+    // Around parse, validate and execute: their spans, under the server span.
+    ...(tracing ? [useTracing(tracing, PATHS.graphql)] : []),
   ];
 
   return createYoga<Record<string, never>, RequestContext>({
     schema,
-    context: createContextFactory({ config, client }),
+    context: createContextFactory({ config, client, tracer: tracing?.tracer }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,
     landingPage: false,
     logging: yogaLogger(log),
-    cors: corsOptions(config.corsOrigins),
+    cors: corsOptions(config.corsOrigins, config.corsAllowedHeaders),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,

@@ -89,6 +89,61 @@ const host = z
 // RFC 6750's token68: what a caller can send after "Bearer ". Anything else could never match.
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
+// RFC 9110's token: what an HTTP header name may be.
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+const otlpUrl = z
+  .string()
+  .trim()
+  .refine((value) => {
+    try {
+      return /^https?:$/.test(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, 'must be an http(s) URL such as http://localhost:4318 (gRPC is not built in)');
+
+const otlpProtocol = z
+  .string()
+  .trim()
+  .pipe(
+    z.enum(
+      ['http/protobuf', 'http/json'],
+      'must be http/protobuf or http/json (gRPC is not built in)',
+    ),
+  );
+
+// OpenTelemetry's `key1=value1,key2=value2`, values percent-encoded (W3C Baggage's format).
+const keyValues = z.string().transform((value, ctx) => {
+  const out: Record<string, string> = {};
+  for (const pair of value.split(',')) {
+    if (pair.trim() === '') continue;
+    const mark = pair.indexOf('=');
+    const key = mark > 0 ? pair.slice(0, mark).trim() : '';
+    let decoded: string | undefined;
+    try {
+      decoded = mark > 0 ? decodeURIComponent(pair.slice(mark + 1).trim()) : undefined;
+    } catch {
+      decoded = undefined;
+    }
+    if (key === '' || decoded === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must be key=value pairs separated by commas' });
+      return z.NEVER;
+    }
+    out[key] = decoded;
+  }
+  return out;
+});
+
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
 const schema = z.object({
   PORT: int(0, 65535).default(4000),
   HOST: host.optional(),
@@ -173,6 +228,42 @@ const schema = z.object({
     .transform((value) => (value === 'auto' ? 'auto' : Number(value)))
     .pipe(z.union([z.literal('auto'), z.number().int().min(1).max(256)]))
     .optional(),
+  // OpenTelemetry's own variables, as its specification defines them (only the trace exporter's).
+  OTEL_SDK_DISABLED: bool.default(false),
+  OTEL_TRACES_EXPORTER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['otlp', 'none'], 'must be otlp or none (the only exporters built in)'))
+    .default('otlp'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl.optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: keyValues.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValues.optional(),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).max(255).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: keyValues.optional(),
+  OTEL_TRACES_SAMPLER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(SAMPLERS, `must be one of ${SAMPLERS.join(', ')}`))
+    .default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .trim()
+    .regex(/^(?:0|1|0?\.\d+|1\.0*)$/, 'must be a ratio between 0 and 1')
+    .transform(Number)
+    .optional(),
+  // Request headers allowed from browsers beyond the built-in set.
+  CORS_ALLOWED_HEADERS: list
+    .pipe(z.array(z.string().regex(HEADER_NAME, 'must be comma-separated header names')))
+    .transform((names) => names.map((name) => name.toLowerCase()))
+    .optional(),
+  // A caller presenting it in x-facade-debug sees the REST calls behind its answer in production.
+  DEBUG_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  FEDERATED_TRACING: bool.default(false),
 });
 
 type Env = z.output<typeof schema>;
@@ -181,7 +272,17 @@ type Env = z.output<typeof schema>;
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
 
 // Never echoed back, not even in a start-up error: keys, tokens, and URLs that can carry a password.
-const SECRETS = new Set(['UPSTREAM_API_KEY', 'CLIENT_TOKENS', 'REDIS_URL', 'UPSTREAM_URL']);
+const SECRETS = new Set([
+  'UPSTREAM_API_KEY',
+  'CLIENT_TOKENS',
+  'REDIS_URL',
+  'UPSTREAM_URL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'DEBUG_TOKEN',
+]);
 
 export interface Config {
   port: number;
@@ -241,6 +342,28 @@ export interface Config {
   maxUpstreamCalls: number;
   /** Worker processes (node:cluster); 1 runs the facade in this process alone. */
   workers: number;
+  /** Span export (OTEL_*); undefined: no SDK is loaded and nothing is exported. */
+  tracing: TracingConfig | undefined;
+  /** Request headers browsers may send beyond the built-in set. */
+  corsAllowedHeaders: string[];
+  /** Unlocks `extensions.upstreamCalls` in production for a caller that presents it. */
+  debugToken: string | undefined;
+  /** Answer `apollo-federation-include-trace: ftv1` with `extensions.ftv1`. */
+  federatedTracing: boolean;
+}
+
+export type TraceSampler = (typeof SAMPLERS)[number];
+
+export interface TracingConfig {
+  /** The full URL spans are POSTed to (`.../v1/traces`). */
+  endpoint: string;
+  protocol: 'http/protobuf' | 'http/json';
+  headers: Record<string, string>;
+  serviceName: string;
+  resourceAttributes: Record<string, string>;
+  sampler: TraceSampler;
+  /** The ratio of the traceidratio samplers. */
+  samplerRatio: number;
 }
 
 function toConfig(env: Env): Config {
@@ -297,6 +420,37 @@ function toConfig(env: Env): Config {
       env.WORKERS === 'auto' || (env.WORKERS === undefined && env.NODE_ENV === 'production')
         ? availableParallelism()
         : (env.WORKERS ?? 1),
+    tracing: tracingConfig(env),
+    corsAllowedHeaders: env.CORS_ALLOWED_HEADERS ?? [],
+    debugToken: env.DEBUG_TOKEN,
+    federatedTracing: env.FEDERATED_TRACING,
+  };
+}
+
+/**
+ * The OpenTelemetry specification's rules: the signal's own variable wins over the general one,
+ * and the general endpoint is a base to which `/v1/traces` is appended. No endpoint, no export.
+ */
+function tracingConfig(env: Env): TracingConfig | undefined {
+  if (env.OTEL_SDK_DISABLED || env.OTEL_TRACES_EXPORTER === 'none') return undefined;
+  const endpoint =
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (env.OTEL_EXPORTER_OTLP_ENDPOINT &&
+      `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`);
+  if (!endpoint) return undefined;
+  return {
+    endpoint,
+    protocol:
+      env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    headers: { ...env.OTEL_EXPORTER_OTLP_HEADERS, ...env.OTEL_EXPORTER_OTLP_TRACES_HEADERS },
+    // The specification's order: OTEL_SERVICE_NAME, then service.name in the resource attributes.
+    serviceName:
+      env.OTEL_SERVICE_NAME ??
+      env.OTEL_RESOURCE_ATTRIBUTES?.['service.name'] ??
+      'graphql-rest-facade',
+    resourceAttributes: env.OTEL_RESOURCE_ATTRIBUTES ?? {},
+    sampler: env.OTEL_TRACES_SAMPLER,
+    samplerRatio: env.OTEL_TRACES_SAMPLER_ARG ?? 1,
   };
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { incomingTraceContext } from './observability/trace-context.js';
@@ -33,6 +34,8 @@ export interface ContextDeps {
   client: UpstreamClient;
   /** Default: one built from `config.dns`, shared by the app's requests. */
   txtResolver?: TxtResolver;
+  /** Set when spans are exported: the DNS look-ups get spans. */
+  tracer?: Tracer | undefined;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -57,7 +60,8 @@ export function acceptedRequestId(value: string | null): string | undefined {
 export function createContextFactory({
   config,
   client,
-  txtResolver = createTxtResolver(config.dns),
+  tracer,
+  txtResolver = createTxtResolver(config.dns, tracer),
 }: ContextDeps) {
   // What the upstream's short answers taught about its page size, for every request's plans.
   const pageCap = createPageCap();

@@ -3,13 +3,14 @@ import { createServer, type Server } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
-import { createApp } from './app.js';
+import { createApp, PATHS } from './app.js';
 import { runPrimary, type WorkerLink, workerLink } from './cluster.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { VERSION } from './observability/build-info.js';
 import { createHealth, type Health } from './observability/health.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
+import type { Tracing } from './observability/tracing.js';
 import { createRateLimiter, type RateLimiter } from './plugins/request/use-rate-limit.js';
 import { UpstreamClient } from './upstream/client.js';
 
@@ -111,6 +112,7 @@ interface Started {
   rateLimiter: RateLimiter | undefined;
   redisReady: Promise<boolean> | undefined;
   upstreamUrl: string;
+  tracing: Tracing | undefined;
 }
 
 /**
@@ -136,6 +138,15 @@ async function embedSandbox(config: Config): Promise<Sandbox> {
 
 async function start(config: Config, logger: Logger): Promise<Started> {
   const link = workerLink();
+  // Before the server exists: the server span comes from patching node:http. Without an
+  // endpoint the SDK is not even loaded.
+  const tracing = config.tracing
+    ? await (await import('./observability/tracing.js')).startTracing(config.tracing, [
+        PATHS.health,
+        PATHS.readiness,
+        PATHS.metrics,
+      ])
+    : undefined;
   const sandbox = config.upstreamUrl ? undefined : await embedSandbox(config);
   const upstreamUrl = config.upstreamUrl ?? (sandbox?.url as string);
   const metrics = createMetrics({
@@ -153,6 +164,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     ...config.upstream,
     onCall: (call) => metrics.observeUpstreamCall(call),
     onBreakerChange: (state) => metrics.observeBreaker(state),
+    tracer: tracing?.tracer,
   });
   const health = createHealth({
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
@@ -168,6 +180,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     health,
     rateLimiter,
     metricsSource: link?.metrics,
+    tracing,
   });
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
@@ -186,7 +199,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
       `${config.host ?? '*'}:${config.port}`,
     );
   });
-  return { server, link, client, health, sandbox, rateLimiter, redisReady, upstreamUrl };
+  return { server, link, client, health, sandbox, rateLimiter, redisReady, upstreamUrl, tracing };
 }
 
 async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
@@ -230,7 +243,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
  * http.Server#close does) resets requests that clients are already sending on it.
  */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
-  const { server, client, health, sandbox, rateLimiter } = started;
+  const { server, client, health, sandbox, rateLimiter, tracing } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -249,6 +262,8 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
         server.closeAllConnections();
       }
       await Promise.allSettled([client.close(), sandbox?.close(), rateLimiter?.close()]);
+      // Last: the spans of the requests that just drained are exported before the exit.
+      await tracing?.shutdown().catch(() => {});
       logger.info('stopped');
       exitAfterFlush(logger, 0);
     });
@@ -259,7 +274,7 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
 
 async function main() {
   const config = readConfig();
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.tracing !== undefined);
   // Until the server listens, whatever fails is a start-up failure: one stderr line, exit 1.
   const failedToStart = (error: unknown): never => {
     if (error instanceof StartupError) failStartup(`Cannot start: ${error.message}`);

@@ -1,4 +1,5 @@
 import type { YogaLogger } from '@graphql-yoga/logger';
+import { trace } from '@opentelemetry/api';
 import { GraphQLError } from 'graphql';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { Config } from '../config.js';
@@ -55,12 +56,25 @@ function boundedError(error: unknown): unknown {
   return out;
 }
 
-/** JSON lines on stdout (or `destination`, for tests); the level comes from LOG_LEVEL. */
+/** The active span's ids, in OpenTelemetry's log field names, so a log line joins its trace. */
+function traceIds(): Record<string, string> {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
+
+/**
+ * JSON lines on stdout (or `destination`, for tests); the level comes from LOG_LEVEL. With
+ * `withTraceIds` (spans are exported), each line written inside a span names its trace and span.
+ */
 export function createLogger(
   level: Config['logLevel'] = 'info',
   destination?: DestinationStream,
+  withTraceIds = false,
 ): Logger {
   const options = {
+    ...(withTraceIds ? { mixin: traceIds } : {}),
     level,
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,

@@ -14,6 +14,14 @@ export interface Metrics {
   countErrors(codes: readonly string[]): void;
   /** One executed operation and how long its request took; from the request log's hooks. */
   observeOperation(type: string | undefined, name: string | undefined, seconds: number): void;
+  /** One executed operation by the client that sent it (`apollographql-client-name` / `-version`). */
+  countClientOperation(client: ClientIdentity): void;
+}
+
+/** What a caller says it is, from Apollo's client identity headers; bounded strings. */
+export interface ClientIdentity {
+  name: string | undefined;
+  version: string | undefined;
 }
 
 export interface MetricsOptions {
@@ -26,13 +34,15 @@ export interface MetricsOptions {
 // Operation names come from the caller: unbounded label values would let any client grow the
 // registry (and every scrape) without limit. The first names seen keep their own series.
 const OPERATION_NAMES = 100;
+// Client names and versions come from the caller too: the first pairs seen keep their own series.
+const CLIENT_PAIRS = 50;
 const OTHER = 'other';
 const BREAKER_GAUGE: Record<BreakerState, number> = { closed: 0, open: 1, half_open: 2 };
 
-function boundedNames(limit: number): (name: string | undefined) => string {
+function boundedNames(limit: number, maxLength = 64): (name: string | undefined) => string {
   const seen = new Set<string>();
   return (name) => {
-    const value = (name ?? 'Anonymous').slice(0, 64);
+    const value = (name ?? 'Anonymous').slice(0, maxLength);
     if (seen.has(value)) return value;
     if (seen.size >= limit) return OTHER;
     seen.add(value);
@@ -51,6 +61,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers: [registry],
   }).set({ version: VERSION, node: process.version }, 1);
   const operationName = boundedNames(OPERATION_NAMES);
+  const clientPair = boundedNames(CLIENT_PAIRS, Number.POSITIVE_INFINITY);
 
   const errors = new Counter({
     name: 'graphql_errors_total',
@@ -95,8 +106,20 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers: [registry],
   });
 
+  const clientOperations = new Counter({
+    name: 'graphql_client_operations_total',
+    help: 'Executed GraphQL operations by the client that sent them (apollographql-client-name and -version; "unknown" when not sent, "other" past the first 50 pairs)',
+    labelNames: ['clientName', 'clientVersion'],
+    registers: [registry],
+  });
+
   return {
     registry,
+    countClientOperation({ name = 'unknown', version = 'unknown' }) {
+      if (clientPair(`${name}\u0000${version}`) === OTHER) {
+        clientOperations.inc({ clientName: OTHER, clientVersion: OTHER });
+      } else clientOperations.inc({ clientName: name, clientVersion: version });
+    },
     observeUpstreamCall(call) {
       const labels = { route: call.route, status: String(call.outcome) };
       upstreamCalls.inc(labels);

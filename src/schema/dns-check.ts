@@ -11,6 +11,8 @@ interface DomainDnsCheck {
 }
 
 const DomainDnsCheckRef = builder.objectRef<DomainDnsCheck>('DomainDnsCheck').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description:
     "What the facade's own resolver sees at a domain's verification host right now: whether the TXT record is published yet, before calling verifyDomain. A DNS outcome (missing name, timeout, ...) is an answer here, never a GraphQL error.",
   fields: (t) => ({

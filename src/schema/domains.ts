@@ -53,6 +53,8 @@ export const domainName = z.string().transform((raw, ctx) => {
 const DnsRecordRef = builder
   .objectRef<{ type: string; name: string; value: string }>('DnsRecord')
   .implement({
+    // A value type other subgraphs may define too: @shareable, so that they compose.
+    shareable: true,
     description: 'A DNS record to publish at your DNS provider.',
     fields: (t) => ({
       type: t.exposeString('type', { description: 'The record type: always "TXT".' }),
@@ -103,6 +105,8 @@ interface VerificationResult {
 const DomainVerificationResultRef = builder
   .objectRef<VerificationResult>('DomainVerificationResult')
   .implement({
+    // A value type other subgraphs may define too: @shareable, so that they compose.
+    shareable: true,
     description: 'The outcome of a verification attempt.',
     fields: (t) => ({
       domain: t.exposeString('domain', { description: 'The domain that was checked.' }),

@@ -12,6 +12,7 @@ import './dev-servers.js';
  * can compose it as a subgraph. `_service.sdl` carries the `@key`s; introspection does not.
  */
 export const schema = builder.toSubGraphSchema({
-  linkUrl: 'https://specs.apollo.dev/federation/v2.6',
-  federationDirectives: ['@key'],
+  // The newest version that @apollo/composition (held at 2.14, docs/federation.md) composes.
+  linkUrl: 'https://specs.apollo.dev/federation/v2.14',
+  federationDirectives: ['@key', '@shareable'],
 });

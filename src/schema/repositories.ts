@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { BadUserInputError } from '../errors.js';
 import type { Branch, Repository, Tag } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
-import { selectedFields } from './selection.js';
+import { fieldPath, selectedFields } from './selection.js';
 
 interface RepositoryPage {
   items: Repository[];
@@ -12,6 +12,8 @@ interface RepositoryPage {
 }
 
 const BranchRef = builder.objectRef<Branch>('Branch').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'A branch of a repository.',
   fields: (t) => ({
     name: t.exposeString('name', {
@@ -25,6 +27,8 @@ const BranchRef = builder.objectRef<Branch>('Branch').implement({
 });
 
 const TagRef = builder.objectRef<Tag>('Tag').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'A tag of a repository.',
   fields: (t) => ({
     name: t.exposeString('name', {
@@ -86,6 +90,8 @@ builder.asEntity(RepositoryRef, {
 });
 
 const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'One page of repositories, paged by limit and offset.',
   fields: (t) => ({
     items: t.field({
@@ -135,7 +141,9 @@ builder.queryFields((t) => ({
       const fields = selectedFields(info);
       // Only `total` (and what follows from it) wanted: ask the upstream for no items at all.
       const countOnly = !fields.has('items') && (limit !== undefined || !fields.has('hasNextPage'));
-      const page = await ctx.loaders.repositoryPage.load({ limit: countOnly ? 0 : limit, offset });
+      const page = await ctx.loaders.page({ limit: countOnly ? 0 : limit, offset }, () =>
+        fieldPath(info),
+      );
       const items = page.repositories;
       const shown =
         countOnly && limit !== undefined

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
 import { checkPageSize, nonNegative, RepositoryRef } from './repositories.js';
+import { fieldPath } from './selection.js';
 
 // The repository list as a Relay connection, over the same per-request loader as `repositories`.
 // Cursors are opaque base64url offsets; only ones this API issued are accepted.
@@ -22,6 +23,8 @@ interface RepositoryConnection {
 }
 
 const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInfo').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'Relay page information.',
   fields: (t) => ({
     hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether more edges follow.' }),
@@ -38,6 +41,8 @@ const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInf
 });
 
 const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').implement({
+  // A value type other subgraphs may define too: @shareable, so that they compose.
+  shareable: true,
   description: 'A repository and its cursor.',
   fields: (t) => ({
     cursor: t.exposeString('cursor', { description: 'An opaque cursor for this position.' }),
@@ -52,6 +57,8 @@ const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').im
 const RepositoryConnectionRef = builder
   .objectRef<RepositoryConnection>('RepositoryConnection')
   .implement({
+    // A value type other subgraphs may define too: @shareable, so that they compose.
+    shareable: true,
     description: 'The repository list as a Relay connection.',
     fields: (t) => ({
       edges: t.field({
@@ -106,12 +113,13 @@ builder.queryFields((t) => ({
           ),
       }),
     },
-    resolve: async (_root, args, ctx) => {
+    resolve: async (_root, args, ctx, info) => {
       const max = ctx.config.maxPageSize;
       checkPageSize('first', args.first, max);
       const first = args.first ?? Math.min(DEFAULT_FIRST, max);
       const offset = args.after == null ? 0 : (cursorOffset(args.after) as number) + 1;
-      return toConnection(await ctx.loaders.repositoryPage.load({ limit: first, offset }), offset);
+      const page = await ctx.loaders.page({ limit: first, offset }, () => fieldPath(info));
+      return toConnection(page, offset);
     },
   }),
 }));

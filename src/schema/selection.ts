@@ -1,4 +1,10 @@
-import { type GraphQLResolveInfo, Kind, type SelectionSetNode } from 'graphql';
+import { type GraphQLResolveInfo, Kind, responsePathAsArray, type SelectionSetNode } from 'graphql';
+import { formatPath } from '../errors.js';
+
+/** The field's path in the answer as a client writes it: `a`, `repositories`, `x.items[0]`. */
+export function fieldPath(info: GraphQLResolveInfo): string {
+  return formatPath(responsePathAsArray(info.path));
+}
 
 /**
  * The names of the fields selected under the current field, through fragments. Fields under

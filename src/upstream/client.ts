@@ -1,3 +1,12 @@
+import {
+  context,
+  propagation,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
 import { Agent, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
@@ -36,6 +45,8 @@ export interface UpstreamClientOptions extends UpstreamSettings {
   onCall?: (call: CompletedCall) => void;
   /** Told of every change of the circuit breaker's state, for metrics. */
   onBreakerChange?: (state: BreakerState) => void;
+  /** Set when spans are exported: one client span per attempt. */
+  tracer?: Tracer | undefined;
 }
 
 export interface CompletedCall {
@@ -47,6 +58,14 @@ export interface CompletedCall {
   outcome: number | ErrorCode | 'cancelled';
   durationMs: number;
   requestId?: string | undefined;
+  /** The logical call this attempt belongs to: its retries share the number (per client). */
+  callId: number;
+  /** 1 for the first try of a logical call, 2 for its first retry, ... */
+  attempt: number;
+  /** The resolver calls (loader keys) this call answered; more than one when pages were shared. */
+  callers: number;
+  /** What each of those callers was, when the request asked to see its upstream calls. */
+  fields?: readonly string[] | undefined;
 }
 
 /** What one GraphQL request brings to its upstream calls. */
@@ -61,6 +80,12 @@ export interface CallContext {
   budget?: CallBudget | undefined;
   /** The caller's W3C trace context, carried to every upstream call. */
   trace?: TraceContext | undefined;
+  /** How many resolver calls this call serves (a loader's merged or de-duplicated keys); default 1. */
+  callers?: number | undefined;
+  /** The fields behind those callers, when the request shows its upstream calls. */
+  fields?: readonly string[] | undefined;
+  /** The request shows its upstream calls (`extensions.upstreamCalls`): field paths are kept. */
+  showCalls?: boolean | undefined;
 }
 
 interface Send<T> {
@@ -81,10 +106,16 @@ export class UpstreamClient {
   readonly #origin: string;
   readonly #prefix: string;
   readonly #breaker: Breaker;
+  readonly #server: { address: string; port: number };
+  #calls = 0;
 
   constructor(options: UpstreamClientOptions) {
     this.#options = options;
     const url = new URL(options.baseUrl);
+    this.#server = {
+      address: url.hostname,
+      port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+    };
     this.#origin = url.origin;
     this.#prefix = url.pathname.replace(/\/+$/, '');
     this.#breaker = createBreaker(
@@ -176,10 +207,13 @@ export class UpstreamClient {
     else call.signal?.addEventListener('abort', onClientGone, { once: true });
     // POST and PUT change state: never repeated behind the caller's back.
     const attempts = request.method === 'GET' ? this.#options.retries + 1 : 1;
+    const callId = ++this.#calls;
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.#breaker.run(() => this.#attempt(request, call, cancel, timeoutMs));
+          return await this.#breaker.run(() =>
+            this.#attempt(request, call, cancel, timeoutMs, { callId, attempt }),
+          );
         } catch (failure) {
           // Anything but an UpstreamError is a defect of ours: reported, never retried.
           if (!(failure instanceof UpstreamError)) throw failure;
@@ -203,15 +237,19 @@ export class UpstreamClient {
     call: CallContext,
     cancel: CallCancel,
     timeoutMs: number,
+    { callId, attempt }: { callId: number; attempt: number },
   ): Promise<T> {
     const started = performance.now();
+    // The route names the endpoint, never its query string (it is a metrics label and span name).
+    const route = `${request.method} ${request.path.split('?')[0]}`;
+    const span = this.#options.tracer && this.#startSpan(route, request, call, attempt);
     let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
     try {
       const response = await this.#dispatcher.request({
         origin: this.#origin,
         path: this.#prefix + request.path,
         method: request.method,
-        headers: this.#headers(request, call),
+        headers: this.#headers(request, call, span),
         body: request.body === undefined ? null : JSON.stringify(request.body),
         signal: cancel,
         headersTimeout: timeoutMs,
@@ -243,19 +281,47 @@ export class UpstreamClient {
       else if (failure.upstream.status === undefined) outcome = failure.code;
       throw failure;
     } finally {
-      const completed = {
-        // The route names the endpoint, never its query string (it is a metrics label).
-        route: `${request.method} ${request.path.split('?')[0]}`,
+      const completed: CompletedCall = {
+        route,
         outcome,
         durationMs: performance.now() - started,
         requestId: call.requestId,
+        callId,
+        attempt,
+        callers: call.callers ?? 1,
+        fields: call.fields,
       };
+      if (span) endSpan(span, outcome);
       this.#options.onCall?.(completed);
       call.onCall?.(completed);
     }
   }
 
-  #headers(request: Send<unknown>, call: CallContext): Record<string, string> {
+  /**
+   * Written here rather than by @opentelemetry/instrumentation-undici: that one names a span after
+   * the method and records the full URL (ids and query included), and cannot know the attempt or
+   * how many resolver calls one request served, which only this client knows.
+   */
+  #startSpan(route: string, request: Send<unknown>, call: CallContext, attempt: number): Span {
+    return (this.#options.tracer as Tracer).startSpan(
+      route,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': request.method,
+          'url.template': this.#prefix + request.path.split('?')[0],
+          'server.address': this.#server.address,
+          'server.port': this.#server.port,
+          'facade.upstream.attempt': attempt,
+          'facade.upstream.callers': call.callers ?? 1,
+          ...(attempt > 1 ? { 'http.request.resend_count': attempt - 1 } : {}),
+        },
+      },
+      context.active(),
+    );
+  }
+
+  #headers(request: Send<unknown>, call: CallContext, span?: Span): Record<string, string> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
     const authorization = this.#options.apiKey
@@ -263,9 +329,24 @@ export class UpstreamClient {
       : call.authorization;
     if (authorization) headers.authorization = authorization;
     if (call.requestId) headers['x-request-id'] = call.requestId;
-    if (call.trace) childTraceHeaders(call.trace, headers);
+    // With an SDK the client span is the parent the upstream sees; without one, a span id of the
+    // call's own under the caller's span.
+    if (span) propagation.inject(trace.setSpan(context.active(), span), headers);
+    else if (call.trace) childTraceHeaders(call.trace, headers);
     return headers;
   }
+}
+
+function endSpan(span: Span, outcome: CompletedCall['outcome']): void {
+  if (typeof outcome === 'number') {
+    span.setAttribute('http.response.status_code', outcome);
+    if (outcome >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+    if (outcome >= 400) span.setAttribute('error.type', String(outcome));
+  } else {
+    span.setAttribute('error.type', outcome);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
 }
 
 /** An error with no code that no cancellation explains is ours (a decoder's bug), not the upstream's. */

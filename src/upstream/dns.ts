@@ -1,4 +1,5 @@
 import { promises as dnsPromises } from 'node:dns';
+import { context, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import DataLoader from 'dataloader';
 import { ConfigError } from '../config.js';
 
@@ -44,7 +45,10 @@ const BY_CODE: Record<string, TxtLookupResult> = {
  * Created once per app. A bad server list throws a ConfigError naming DNS_SERVERS here, at start,
  * rather than at the first look-up: the config's pattern admits host names, which c-ares refuses.
  */
-export function createTxtResolver({ servers, timeoutMs, tries }: TxtResolverOptions): TxtResolver {
+export function createTxtResolver(
+  { servers, timeoutMs, tries }: TxtResolverOptions,
+  tracer?: Tracer,
+): TxtResolver {
   // The contract splits the budget evenly over the tries. c-ares stretches later tries (and, in
   // 1.34, rounds its timers up), so the deadline below is what actually bounds a look-up.
   const options = { timeout: Math.max(1, Math.floor(timeoutMs / tries)), tries };
@@ -61,7 +65,7 @@ export function createTxtResolver({ servers, timeoutMs, tries }: TxtResolverOpti
     }
   }
 
-  return {
+  const resolver: TxtResolver = {
     timeoutMs,
     async resolveTxt(host, signal) {
       if (signal?.aborted) return { outcome: 'failed', code: 'ECANCELLED' };
@@ -89,6 +93,35 @@ export function createTxtResolver({ servers, timeoutMs, tries }: TxtResolverOpti
         clearTimeout(deadline);
         signal?.removeEventListener('abort', abort);
       }
+    },
+  };
+  return tracer ? traced(resolver, tracer) : resolver;
+}
+
+/** One client span per look-up: the name asked and how it ended (a DNS outcome is no error). */
+function traced(resolver: TxtResolver, tracer: Tracer): TxtResolver {
+  return {
+    timeoutMs: resolver.timeoutMs,
+    async resolveTxt(host, signal) {
+      const span = tracer.startSpan(
+        'dns TXT',
+        {
+          kind: SpanKind.CLIENT,
+          attributes: { 'dns.question.name': host, 'dns.question.type': 'TXT' },
+        },
+        context.active(),
+      );
+      const result = await resolver.resolveTxt(host, signal);
+      span.setAttribute('facade.dns.outcome', result.outcome);
+      if (result.outcome === 'found') span.setAttribute('facade.dns.values', result.values.length);
+      if (
+        result.outcome === 'timeout' ||
+        result.outcome === 'refused' ||
+        result.outcome === 'failed'
+      )
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      return result;
     },
   };
 }

@@ -12,6 +12,12 @@ export interface PageKey {
 
 export interface Loaders {
   repositoryPage: DataLoader<PageKey, RepositoryList, string>;
+  /**
+   * Loads a page for one field: the field is counted among the callers of the upstream call that
+   * serves the page (de-duplicated and merged pages share one), and named when the request shows
+   * its upstream calls. `path` is only called then.
+   */
+  page(key: PageKey, path: () => string): Promise<RepositoryList>;
 }
 
 export interface LoaderOptions {
@@ -44,11 +50,22 @@ export function createLoaders(
   call: CallContext,
   options: LoaderOptions,
 ): Loaders {
+  // Per page key, the fields that asked for it (their paths, or '' when not shown).
+  const callers = new Map<string, string[]>();
+  const repositoryPage = new DataLoader<PageKey, RepositoryList, string>(
+    (keys) => loadPages(client, call, options, keys, callers),
+    { cacheKeyFn: pageKey },
+  );
   return {
-    repositoryPage: new DataLoader<PageKey, RepositoryList, string>(
-      (keys) => loadPages(client, call, options, keys),
-      { cacheKeyFn: pageKey },
-    ),
+    repositoryPage,
+    page(key, path) {
+      const cacheKey = pageKey(key);
+      const fields = callers.get(cacheKey);
+      const field = call.showCalls ? path() : '';
+      if (fields) fields.push(field);
+      else callers.set(cacheKey, [field]);
+      return repositoryPage.load(key);
+    },
   };
 }
 
@@ -70,6 +87,7 @@ async function loadPages(
   call: CallContext,
   options: LoaderOptions,
   keys: readonly PageKey[],
+  callers: ReadonlyMap<string, string[]>,
 ): Promise<Array<RepositoryList | Error>> {
   const results: Array<RepositoryList | Error> = new Array(keys.length);
   const ranges: Range[] = [];
@@ -156,8 +174,17 @@ async function loadPages(
         for (const index of unit.keys) results[index] = new UpstreamBudgetError(budget.limit);
         return;
       }
+      const served = unit.keys.flatMap(
+        (index) => callers.get(pageKey(keys[index] as PageKey)) ?? [''],
+      );
+      const unitCall: CallContext = {
+        ...call,
+        callers: served.length,
+        fields: call.showCalls ? served : undefined,
+      };
+      if (reservation) unitCall.budget = reservation;
       try {
-        unit.settle(await unit.run(reservation ? { ...call, budget: reservation } : call));
+        unit.settle(await unit.run(unitCall));
       } catch (error) {
         for (const index of unit.keys) results[index] = error as Error;
       } finally {

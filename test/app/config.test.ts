@@ -115,3 +115,61 @@ describe('schema disclosure', () => {
     });
   });
 });
+
+describe('OpenTelemetry configuration', () => {
+  it('exports nothing without an endpoint, or when the SDK or the exporter is turned off', () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: 'true' }).tracing).toBeUndefined();
+    expect(loadConfig({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' }).tracing).toBeUndefined();
+  });
+
+  it("follows the specification's precedence for endpoint, protocol and service name", () => {
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+        OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attributes,team=web%20platform',
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-honeycomb-team=abc',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      }).tracing,
+    ).toEqual({
+      endpoint: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: { 'x-honeycomb-team': 'abc' },
+      serviceName: 'from-attributes',
+      resourceAttributes: { 'service.name': 'from-attributes', team: 'web platform' },
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.25,
+    });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/traces',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'facade',
+        OTEL_RESOURCE_ATTRIBUTES: 'service.name=ignored',
+      }).tracing,
+    ).toMatchObject({
+      endpoint: 'https://traces.example/otlp/traces',
+      protocol: 'http/json',
+      serviceName: 'facade',
+    });
+  });
+
+  it.each([
+    ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc', /gRPC is not built in/],
+    ['OTEL_TRACES_SAMPLER', 'sometimes', /must be one of always_on/],
+    ['OTEL_TRACES_SAMPLER_ARG', '2', /ratio between 0 and 1/],
+    ['OTEL_RESOURCE_ATTRIBUTES', 'novalue', /key=value/],
+  ])('refuses %s=%j naming the variable', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}: `));
+    expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+
+  it('never echoes exporter headers, which hold API keys', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=%zz-s3cret' })).toThrow(
+      /^OTEL_EXPORTER_OTLP_HEADERS: must be key=value pairs separated by commas$/,
+    );
+  });
+});

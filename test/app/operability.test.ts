@@ -88,6 +88,59 @@ describe('operability', () => {
     expect(log.raw.join('\n')).not.toMatch(/very-secret-token-123|authorization/i);
   });
 
+  it('logs and counts the client identity it is sent, bounded', async () => {
+    log.lines.length = 0;
+    const client = (name: string, version: string) => ({
+      'apollographql-client-name': name,
+      'apollographql-client-version': version,
+    });
+    await postGraphQL(h.app, 'query Ident { __typename }', {}, client('web-app', '1.4.2'));
+    await postGraphQL(h.app, 'query Ident { __typename }', {}, client('x'.repeat(500), '\u0001'));
+    const [named, junk] = log.lines.filter((line) => line.msg === 'request');
+    expect(named).toMatchObject({ clientName: 'web-app', clientVersion: '1.4.2' });
+    expect(junk).not.toHaveProperty('clientName');
+    expect(junk).not.toHaveProperty('clientVersion');
+    for (let i = 0; i < 60; i++) {
+      await postGraphQL(h.app, '{ __typename }', {}, client(`client-${i}`, '1'));
+    }
+    const text = await (await h.app.fetch('http://facade.test/metrics')).text();
+    expect(text).toMatch(
+      /graphql_client_operations_total\{clientName="web-app",clientVersion="1.4.2"\} 1/,
+    );
+    expect(text).toMatch(
+      /graphql_client_operations_total\{clientName="unknown",clientVersion="unknown"\}/,
+    );
+    const series = text.match(/^graphql_client_operations_total\{/gm) ?? [];
+    expect(series.length).toBeLessThanOrEqual(51);
+    expect(text).toMatch(
+      /graphql_client_operations_total\{clientName="other",clientVersion="other"\}/,
+    );
+  });
+
+  it('refuses a subscription as a validation error: no stack logged, no internal error counted', async () => {
+    const own = captureLog();
+    const ownMetrics = createMetrics();
+    const app = h.createApp({ logger: own.logger, metrics: ownMetrics });
+    const answer = await postGraphQL(app, 'subscription Watch { repositories { total } }');
+    expect(answer.status).toBe(400);
+    expect(answer.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringContaining('no subscription operations'),
+        extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }),
+      }),
+    ]);
+    expect(own.lines.filter((line) => line.level === 'error')).toEqual([]);
+    expect(own.raw.join('\n')).not.toMatch(/stack|No root type/);
+    expect(own.lines.find((line) => line.msg === 'request')).toMatchObject({
+      operationType: 'subscription',
+      errors: ['GRAPHQL_VALIDATION_FAILED'],
+      upstreamCalls: 0,
+    });
+    const text = await ownMetrics.registry.metrics();
+    expect(text).toMatch(/graphql_errors_total\{code="GRAPHQL_VALIDATION_FAILED"\} 1/);
+    expect(text).not.toMatch(/INTERNAL_SERVER_ERROR/);
+  });
+
   it('forwards the request id upstream', async () => {
     await postGraphQL(
       h.app,

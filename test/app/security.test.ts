@@ -263,6 +263,34 @@ describe('CSRF and CORS', () => {
     const other = await postFromEvil(app);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
+
+  it('allows trace context and client identity headers, and the CORS_ALLOWED_HEADERS', async () => {
+    const preflight = (corsAllowedHeaders: string[]) =>
+      h
+        .createApp({ config: { corsOrigins: ['https://app.example.com'], corsAllowedHeaders } })
+        .fetch('http://facade.test/graphql', {
+          method: 'OPTIONS',
+          headers: {
+            origin: 'https://app.example.com',
+            'access-control-request-method': 'POST',
+            'access-control-request-headers': 'traceparent, x-tenant',
+          },
+        });
+    const allowed = (response: Response) =>
+      (response.headers.get('access-control-allow-headers') ?? '').split(/,\s*/);
+    const builtIn = allowed(await preflight([]));
+    for (const name of [
+      'traceparent',
+      'tracestate',
+      'baggage',
+      'apollographql-client-name',
+      'apollographql-client-version',
+    ]) {
+      expect(builtIn).toContain(name);
+    }
+    expect(builtIn).not.toContain('x-tenant');
+    expect(allowed(await preflight(['x-tenant']))).toContain('x-tenant');
+  });
 });
 
 describe('caching', () => {

@@ -12,6 +12,7 @@ import {
 import { type Gateway, startGateway } from '../helpers/gateway.js';
 import { postGraphQL, useHarness } from '../helpers/harness.js';
 import { type Listening, listen } from '../helpers/net.js';
+import { createRelayApp } from '../helpers/relay-subgraph.js';
 
 const HEADERS = { authorization: 'Bearer federation-test', 'x-request-id': 'federation-test-1' };
 
@@ -25,7 +26,7 @@ async function fetchSdl(url: string): Promise<string> {
 }
 
 describe('federation', () => {
-  const harness = useHarness();
+  const harness = useHarness({ config: { federatedTracing: true } });
   let facade: Listening;
   let catalog: Listening;
   let gateway: Gateway;
@@ -63,7 +64,7 @@ describe('federation', () => {
   it('answers _service { sdl } with keys that say the facade cannot fetch by key', () => {
     const sdl = subgraphs[0]?.sdl ?? '';
     expect(sdl).toContain(
-      '@link(url: "https://specs.apollo.dev/federation/v2.6", import: ["@key"])',
+      '@link(url: "https://specs.apollo.dev/federation/v2.14", import: ["@key", "@shareable"])',
     );
     expect(sdl).toMatch(/type Repository\s+@key\(fields: "id", resolvable: false\)/);
     expect(sdl).toMatch(/type DomainVerification\s+@key\(fields: "id", resolvable: false\)/);
@@ -134,6 +135,84 @@ describe('federation', () => {
       expect(seen).toEqual(direct.seen);
     },
   );
+
+  it('composes with a Relay-style subgraph of its own PageInfo, Node and Tag, and answers across both', async () => {
+    const relay = await listen(createRelayApp());
+    let relayGateway: Gateway | undefined;
+    try {
+      const all = [...subgraphs, { name: 'relay', url: relay.url, sdl: await fetchSdl(relay.url) }];
+      relayGateway = await startGateway(composeSupergraph(all));
+      const answer = await post(
+        relayGateway.url,
+        `{
+          repositoriesConnection(first: 2) {
+            pageInfo { hasNextPage endCursor }
+            edges { node { id tags { name target } } }
+          }
+          labels(first: 2) { pageInfo { hasNextPage endCursor } edges { node { id name } } }
+          releaseTags { name target message }
+          node(id: "label-1") { id ... on Label { name } }
+        }`,
+      );
+      expect(answer.errors).toBeUndefined();
+      const data = answer.data as {
+        repositoriesConnection: { pageInfo: { hasNextPage: boolean }; edges: unknown[] };
+        labels: { pageInfo: { hasNextPage: boolean; endCursor: string } };
+        releaseTags: Array<{ name: string }>;
+        node: { id: string; name: string };
+      };
+      expect(data.repositoriesConnection.edges).toHaveLength(2);
+      expect(data.repositoriesConnection.pageInfo.hasNextPage).toBe(true);
+      expect(data.labels.pageInfo).toEqual({ hasNextPage: true, endCursor: 'label-1' });
+      expect(data.releaseTags[0]?.name).toBe('v1.0.0');
+      expect(data.node).toEqual({ id: 'label-1', name: 'feature' });
+    } finally {
+      await Promise.allSettled([relayGateway?.close(), relay.close()]);
+    }
+  });
+
+  it('passes the caller’s trace through the gateway and the facade to the REST API', async () => {
+    const traceId = '5b8efff798038103d269b633813fc60c';
+    harness.sandbox.clearRequests();
+    const answer = await postGraphQL(
+      gateway.url,
+      '{ repositories(limit: 2) { total } }',
+      undefined,
+      {
+        ...HEADERS,
+        traceparent: `00-${traceId}-eee19b7ec3c1b174-01`,
+      },
+    );
+    expect(answer.errors).toBeUndefined();
+    const sent = harness.sandbox.requests().map((request) => request.headers.traceparent);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(new RegExp(`^00-${traceId}-[\\da-f]{16}-01$`));
+  });
+
+  it('hands the gateway the facade’s federated trace (ftv1) when it asks', async () => {
+    gateway.lastFtv1 = [];
+    const answer = await post(
+      gateway.url,
+      '{ repositories(limit: 1) { items { id owner { name } } } teams { name } }',
+    );
+    expect(answer.errors).toBeUndefined();
+    // Decoded by the gateway itself: it would report these to Apollo's usage reporting.
+    const facadeTraces = gateway.lastFtv1.filter((trace) => trace.serviceName === 'facade');
+    expect(facadeTraces).toEqual([{ serviceName: 'facade', rootFields: ['repositories'] }]);
+    // The gateway passes no ftv1 on to its own client.
+    expect(answer.extensions ?? {}).not.toHaveProperty('ftv1');
+  });
+
+  it('answers ftv1 only to a request that asks for it', async () => {
+    const query = '{ repositories(limit: 1) { total } }';
+    const plain = await post(facade.url, query);
+    expect(plain.extensions ?? {}).not.toHaveProperty('ftv1');
+    const asked = await postGraphQL(facade.url, query, undefined, {
+      ...HEADERS,
+      'apollo-federation-include-trace': 'ftv1',
+    });
+    expect(typeof asked.extensions?.ftv1).toBe('string');
+  });
 
   it('passes the facade’s validation errors through with their code and path, and calls nothing upstream', async () => {
     const { answer, seen } = await upstreamSeen(

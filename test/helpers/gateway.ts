@@ -9,15 +9,34 @@ import { type Listening, listen } from './net.js';
 type GatewayExecutor = Awaited<ReturnType<ApolloGateway['load']>>['executor'];
 type GatewayRequestContext = Parameters<GatewayExecutor>[0];
 
-/** What a gateway must pass on to the facade: the caller's credentials, and the request id for logs. */
-const FORWARDED_HEADERS = ['authorization', 'x-request-id'] as const;
+/**
+ * What a gateway must pass on to the facade: the caller's credentials, the request id for logs,
+ * and the caller's W3C trace context (a gateway without tracing of its own passes it as it came).
+ */
+const FORWARDED_HEADERS = [
+  'authorization',
+  'x-request-id',
+  'traceparent',
+  'tracestate',
+  'baggage',
+] as const;
+
+/** One subgraph's federated trace (ftv1) as the gateway received it, decoded. */
+export interface ReceivedFtv1 {
+  serviceName: string;
+  /** Top-level field names of the subgraph's trace. */
+  rootFields: string[];
+}
 
 interface GatewayContext {
   forwarded: Partial<Record<(typeof FORWARDED_HEADERS)[number], string>>;
 }
 
 /** Hands Yoga's parsed, validated operation to the gateway's query planner and executor. */
-function useGatewayExecutor(executor: GatewayExecutor): Plugin {
+function useGatewayExecutor(
+  executor: GatewayExecutor,
+  onFtv1: (traces: ReceivedFtv1[]) => void,
+): Plugin {
   const cache = new Map<string, string>();
   return {
     onExecute({ setExecuteFn }) {
@@ -45,17 +64,53 @@ function useGatewayExecutor(executor: GatewayExecutor): Plugin {
             delete: async (key) => cache.delete(key),
           },
           logger: console,
-          metrics: {},
+          // As Apollo Server sets it when it reports usage: the gateway then asks each subgraph
+          // for its federated trace (`apollo-federation-include-trace: ftv1`).
+          metrics: { captureTraces: true, startHrTime: process.hrtime() },
           overallCachePolicy: {},
         };
-        return executor(requestContext);
+        const result = await executor(requestContext);
+        onFtv1(fetchTraces(requestContext.metrics.queryPlanTrace));
+        return result;
       });
     },
   };
 }
 
+interface PlanNode {
+  fetch?: { serviceName?: string; trace?: { root?: { child?: Array<{ responseName?: string }> } } };
+  sequence?: { nodes?: PlanNode[] };
+  parallel?: { nodes?: PlanNode[] };
+  flatten?: { node?: PlanNode };
+}
+
+/** The ftv1 traces of every fetch of a query plan's trace. */
+function fetchTraces(node: unknown): ReceivedFtv1[] {
+  const plan = node as PlanNode | undefined;
+  if (!plan) return [];
+  if (plan.fetch) {
+    const trace = plan.fetch.trace;
+    return trace
+      ? [
+          {
+            serviceName: plan.fetch.serviceName ?? '',
+            rootFields: (trace.root?.child ?? []).map((child) => child.responseName ?? ''),
+          },
+        ]
+      : [];
+  }
+  const children = [
+    ...(plan.sequence?.nodes ?? []),
+    ...(plan.parallel?.nodes ?? []),
+    ...(plan.flatten?.node ? [plan.flatten.node] : []),
+  ];
+  return children.flatMap(fetchTraces);
+}
+
 export interface Gateway extends Listening {
   gateway: ApolloGateway;
+  /** The federated traces the subgraphs answered for the last operation. */
+  lastFtv1: ReceivedFtv1[];
 }
 
 /** Loads the supergraph (no polling, no network but the subgraphs') and serves it on a loopback port. */
@@ -92,15 +147,21 @@ export async function startGateway(supergraphSdl: string): Promise<Gateway> {
         }),
       ),
     }),
-    plugins: [useGatewayExecutor(executor)],
+    plugins: [
+      useGatewayExecutor(executor, (traces) => {
+        served.lastFtv1 = traces;
+      }),
+    ],
   });
   const http = await listen(yoga);
-  return {
+  const served: Gateway = {
     gateway,
+    lastFtv1: [],
     url: http.url,
     async close() {
       await http.close();
       await gateway.stop();
     },
   };
+  return served;
 }

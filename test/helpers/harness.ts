@@ -16,6 +16,7 @@ export interface GraphQLResponse<T = Record<string, unknown>> {
     path?: Array<string | number>;
     extensions: Record<string, unknown> & { code?: string };
   }>;
+  extensions?: Record<string, unknown>;
 }
 
 type App = ReturnType<typeof createApp>;

@@ -17,6 +17,23 @@ export function useCsrfPrevention(): Plugin {
   return useCSRFPrevention({ requestHeaders: CSRF_HEADERS });
 }
 
+/**
+ * What browsers may send besides the CSRF headers: the credential, the body's type, the request id,
+ * the W3C trace context that browser tracing (OpenTelemetry web) adds, and Apollo's client
+ * identity headers, which Apollo Client sends when configured with a name and version.
+ */
+export const CORS_HEADERS = [
+  'authorization',
+  'content-type',
+  'accept',
+  'x-request-id',
+  'traceparent',
+  'tracestate',
+  'baggage',
+  'apollographql-client-name',
+  'apollographql-client-version',
+];
+
 type CorsOption = YogaServerOptions<Record<string, unknown>, Record<string, unknown>>['cors'];
 
 /**
@@ -26,9 +43,14 @@ type CorsOption = YogaServerOptions<Record<string, unknown>, Record<string, unkn
  * `Access-Control-Allow-Credentials: true`, which lets every website call in with a visitor's
  * cookies; `false` turns that off.
  */
-export function corsOptions(origins: readonly string[] | undefined): CorsOption {
+export function corsOptions(
+  origins: readonly string[] | undefined,
+  /** CORS_ALLOWED_HEADERS: allowed on top of the built-in set. */
+  extraHeaders: readonly string[] = [],
+): CorsOption {
   if (!origins?.length) return false;
   const allowed = new Set(origins);
+  const allowedHeaders = [...new Set([...CORS_HEADERS, ...CSRF_HEADERS, ...extraHeaders])];
   return (request: Request) => {
     const origin = request.headers.get('origin');
     if (!origin || !allowed.has(origin)) return false;
@@ -36,7 +58,7 @@ export function corsOptions(origins: readonly string[] | undefined): CorsOption 
       origin: [origin],
       credentials: false,
       methods: ['GET', 'POST'],
-      allowedHeaders: ['authorization', 'content-type', 'accept', 'x-request-id', ...CSRF_HEADERS],
+      allowedHeaders,
       exposedHeaders: ['x-request-id', 'retry-after'],
       maxAge: 600,
     };

@@ -3,7 +3,7 @@ import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { acceptedRequestId, type Context } from '../../context.js';
 import type { Logger } from '../../observability/logger.js';
-import type { Metrics } from '../../observability/metrics.js';
+import type { ClientIdentity, Metrics } from '../../observability/metrics.js';
 
 interface RequestState {
   started: number;
@@ -13,6 +13,8 @@ interface RequestState {
   operationName: string | undefined;
   operationType: string | undefined;
   context: Context | undefined;
+  /** What the caller says it is (Apollo's client identity headers). */
+  client: ClientIdentity;
   /** The operations executed (more than one in a batch), for the metrics. */
   executed: Array<{ type: string | undefined; name: string | undefined }>;
   codes: string[];
@@ -25,6 +27,21 @@ const STATE = Symbol('requestLog');
 type Tracked = Request & { [STATE]?: RequestState };
 const stateOf = (request: Request | undefined): RequestState | undefined =>
   (request as Tracked | undefined)?.[STATE];
+
+// A client name or version is a label, not a document: short, printable, or not kept.
+const CLIENT_FIELD = /^[\x20-\x7e]{1,64}$/;
+const clientField = (value: string | null) => {
+  const trimmed = value?.trim();
+  return trimmed && CLIENT_FIELD.test(trimmed) ? trimmed : undefined;
+};
+
+/** `apollographql-client-name` / `-version`, as Apollo Client and gateways send them. */
+function clientIdentity(headers: Headers): ClientIdentity {
+  return {
+    name: clientField(headers.get('apollographql-client-name')),
+    version: clientField(headers.get('apollographql-client-version')),
+  };
+}
 
 function errorCodes(result: unknown): string[] {
   const results = (Array.isArray(result) ? result : [result]) as ExecutionResult[];
@@ -62,6 +79,7 @@ export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions
         operationName: undefined,
         operationType: undefined,
         context: undefined,
+        client: clientIdentity(request.headers),
         executed: [],
         codes: [],
       };
@@ -105,7 +123,10 @@ export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions
       // the facade's or the upstream's and must not show up as such.
       const cancelled = request.signal.aborted;
       if (!cancelled) metrics.countErrors(state.codes);
-      for (const { type, name } of state.executed) metrics.observeOperation(type, name, seconds);
+      for (const { type, name } of state.executed) {
+        metrics.observeOperation(type, name, seconds);
+        metrics.countClientOperation(state.client);
+      }
       const calls = state.context?.upstreamCalls ?? [];
       const line = {
         requestId,
@@ -116,6 +137,8 @@ export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions
         durationMs: Math.round(seconds * 10_000) / 10,
         operationName: state.operationName,
         operationType: state.operationType,
+        clientName: state.client.name,
+        clientVersion: state.client.version,
         upstreamCalls: calls.length,
         upstreamMs: Math.round(calls.reduce((sum, call) => sum + call.durationMs, 0) * 10) / 10,
         errors: state.codes.length > 0 ? state.codes : undefined,

@@ -1,0 +1,111 @@
+import {
+  type Context as OtelContext,
+  context as otelContext,
+  type Span,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+import { type ExecutionResult, getOperationAST } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Tracing } from '../../observability/tracing.js';
+
+// Each operation's spans ride on the operation's own context object (one per operation of a
+// batch), which Yoga hands to every phase.
+const SPANS = Symbol('tracing');
+interface OperationSpans {
+  operation: Span;
+  /** The operation span's context: the parent of its phases. */
+  context: OtelContext;
+  validate?: Span;
+}
+type Traced = Record<PropertyKey, unknown> & { [SPANS]?: OperationSpans };
+const spansOf = (context: unknown) => (context as Traced)[SPANS];
+
+/** Runs `wrapped` as `span`'s child context, and ends `span` when it has settled. */
+function within<T>(span: Span, parent: OtelContext, wrapped: () => T): T {
+  const settle = () => span.end();
+  let result: T;
+  try {
+    result = otelContext.with(trace.setSpan(parent, span), wrapped);
+  } catch (error) {
+    settle();
+    throw error;
+  }
+  if (result instanceof Promise) {
+    return result.finally(settle) as T;
+  }
+  settle();
+  return result;
+}
+
+/**
+ * The GraphQL spans under the server span: one per operation, named `query Name` once parsed,
+ * with `graphql.parse`, `graphql.validate` and `graphql.execute` as its children; resolvers, and
+ * the upstream client spans they cause, run inside `graphql.execute`. The document and variable
+ * values are never recorded (an inline argument is a value too), only the operation's type and name.
+ * Installed only when spans are exported.
+ */
+export function useTracing(tracing: Tracing, graphqlEndpoint: string): Plugin {
+  const { tracer } = tracing;
+  return {
+    onRequest({ url }) {
+      if (url.pathname === graphqlEndpoint) tracing.setHttpRoute(graphqlEndpoint);
+    },
+    instrumentation: {
+      operation({ context }, wrapped) {
+        const parent = otelContext.active();
+        const operation = tracer.startSpan('graphql.operation', {}, parent);
+        (context as unknown as Traced)[SPANS] = {
+          operation,
+          context: trace.setSpan(parent, operation),
+        };
+        return within(operation, parent, wrapped);
+      },
+      parse({ context }, wrapped) {
+        const spans = spansOf(context);
+        if (!spans) return wrapped();
+        return within(tracer.startSpan('graphql.parse', {}, spans.context), spans.context, wrapped);
+      },
+      validate({ context }, wrapped) {
+        const spans = spansOf(context);
+        if (!spans) return wrapped();
+        spans.validate = tracer.startSpan('graphql.validate', {}, spans.context);
+        return within(spans.validate, spans.context, wrapped);
+      },
+      execute({ context }, wrapped) {
+        const spans = spansOf(context);
+        if (!spans) return wrapped();
+        const execute = tracer.startSpan('graphql.execute', {}, spans.context);
+        return within(execute, spans.context, wrapped);
+      },
+    },
+    onParse() {
+      return ({ result, context }) => {
+        const spans = spansOf(context);
+        if (!spans || !result || result instanceof Error) return;
+        const operation = getOperationAST(result, context.params?.operationName);
+        if (!operation) return;
+        const name = operation.name?.value;
+        spans.operation.updateName(name ? `${operation.operation} ${name}` : operation.operation);
+        spans.operation.setAttribute('graphql.operation.type', operation.operation);
+        if (name) spans.operation.setAttribute('graphql.operation.name', name);
+      };
+    },
+    onValidate({ context }) {
+      return ({ valid }) => {
+        const span = spansOf(context)?.validate;
+        if (!valid) span?.setStatus({ code: SpanStatusCode.ERROR });
+      };
+    },
+    onExecutionResult({ result, context }) {
+      const spans = spansOf(context);
+      if (!spans || !result || Symbol.asyncIterator in result) return;
+      const codes = (result as ExecutionResult).errors?.map((error) =>
+        String(error.extensions?.code ?? 'INTERNAL_SERVER_ERROR'),
+      );
+      if (!codes?.length) return;
+      spans.operation.setAttribute('graphql.error.codes', [...new Set(codes)]);
+      spans.operation.setStatus({ code: SpanStatusCode.ERROR });
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import type { Plugin } from 'graphql-yoga';
+import type { Context } from '../../context.js';
+import type { CompletedCall } from '../../upstream/client.js';
+import { createTokenMatcher } from '../request/use-client-tokens.js';
+
+/** The header a caller presents DEBUG_TOKEN in. */
+export const DEBUG_HEADER = 'x-facade-debug';
+
+export interface UpstreamCallsOptions {
+  /** Outside production every answer shows its calls; in production only a debug token's. */
+  production: boolean;
+  /** DEBUG_TOKEN; unset in production: never shown. */
+  debugToken: string | undefined;
+}
+
+/** One logical upstream call as the answer shows it: what it cost, never what it carried. */
+export interface ShownCall {
+  method: string;
+  /** The route template (`/git/v1/repo`), never the URL with its ids or query. */
+  route: string;
+  /** The last attempt's HTTP status, or the error code when no answer came. */
+  status: number | string;
+  durationMs: number;
+  attempts: number;
+  /** The fields whose data this call fetched; more than one when pages were shared. */
+  fields?: readonly string[];
+}
+
+const SHOWN = Symbol('showUpstreamCalls');
+type Marked = Request & { [SHOWN]?: true };
+
+/** Attempts grouped into their logical calls, in the order the calls started. */
+export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
+  const byId = new Map<number, ShownCall>();
+  for (const attempt of attempts) {
+    const [method = '', route = ''] = attempt.route.split(' ', 2);
+    const previous = byId.get(attempt.callId);
+    const durationMs = Math.round(attempt.durationMs * 10) / 10;
+    if (previous) {
+      previous.status = attempt.outcome;
+      previous.durationMs = Math.round((previous.durationMs + durationMs) * 10) / 10;
+      previous.attempts = Math.max(previous.attempts, attempt.attempt);
+      continue;
+    }
+    byId.set(attempt.callId, {
+      method,
+      route,
+      status: attempt.outcome,
+      durationMs,
+      attempts: attempt.attempt,
+      ...(attempt.fields ? { fields: [...new Set(attempt.fields)] } : {}),
+    });
+  }
+  return [...byId.values()];
+}
+
+/**
+ * `extensions.upstreamCalls`: the REST calls an operation caused (method, route template, status,
+ * duration, attempts, the fields that shared each) and how much of MAX_UPSTREAM_CALLS the request
+ * used, so that whoever writes a query sees what it costs the API behind it. No credential, body,
+ * header or URL with ids is ever part of it. In production it is shown only to a caller that
+ * presents DEBUG_TOKEN in `x-facade-debug`, compared in constant time.
+ */
+export function useUpstreamCalls({ production, debugToken }: UpstreamCallsOptions): Plugin {
+  const isDebugToken = debugToken ? createTokenMatcher([debugToken]) : undefined;
+  return {
+    onRequest({ request }) {
+      const token = request.headers.get(DEBUG_HEADER) ?? undefined;
+      const shown = production ? token !== undefined && isDebugToken?.(token) === true : true;
+      if (shown) (request as Marked)[SHOWN] = true;
+    },
+    onExecute({ args }) {
+      const context = args.contextValue as Context;
+      // Before any resolver runs: the loaders keep field paths only when they will be shown.
+      if ((context.request as Marked)[SHOWN]) context.call.showCalls = true;
+    },
+    onExecutionResult({ result, setResult, context }) {
+      const ctx = context as unknown as Partial<Context>;
+      if (!ctx.call?.showCalls || !result || Symbol.asyncIterator in result) return;
+      const budget = ctx.call.budget;
+      setResult({
+        ...result,
+        extensions: {
+          ...result.extensions,
+          upstreamCalls: {
+            calls: shownCalls(ctx.upstreamCalls ?? []),
+            ...(budget
+              ? { budget: { used: budget.limit - budget.left, limit: budget.limit } }
+              : {}),
+          },
+        },
+      });
+    },
+  };
+}
