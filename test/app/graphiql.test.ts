@@ -93,6 +93,12 @@ describe('the GraphiQL page', () => {
     expect(html).toMatch(/<style>\.graphiql-tab\{transform:none!important\}<\/style><\/head>/);
   });
 
+  it('sends the worked-out operation name only when it is in the document being run', async () => {
+    const html = await (await page(live.h.app)).text();
+    expect(html).toContain('operationName:f??(c&&E.split(');
+    expect(html).not.toContain('operationName:f??c}');
+  });
+
   it.each([
     ['br', brotliDecompressSync],
     ['gzip', gunzipSync],

@@ -20,6 +20,31 @@ type Page = Record<Encoding, { etag: string; body: ArrayBuffer }>;
  */
 const TAB_FIX = '<style>.graphiql-tab{transform:none!important}</style>';
 
+/**
+ * GraphiQL sends the operation name it last worked out for the editor, and works it out only
+ * after the editor's change handler runs: a run right after switching tabs sends the previous
+ * tab's name with this tab's document, and the page's fetcher fails with "Cannot infer operation".
+ * The fix sends that name only when it is a word of the document being sent; otherwise none, so a
+ * one-operation document runs as is. It edits GraphiQL's minified run action (`f`: the name the
+ * user picked, `c`: the name worked out, `E`: the document): `patchGraphiQL` throws when the text
+ * is not found, and the graphiql test fails on an upgrade that changes it.
+ */
+const OPERATION_NAME_FIX = {
+  find: 'operationName:f??c}',
+  replace: 'operationName:f??(c&&E.split(/[^_0-9A-Za-z]+/).includes(c)?c:void 0)}',
+};
+
+/** GraphiQL's page with the two fixes above. */
+export function patchGraphiQL(html: string): string {
+  const at = html.indexOf(OPERATION_NAME_FIX.find);
+  if (at === -1 || html.indexOf(OPERATION_NAME_FIX.find, at + 1) !== -1) {
+    throw new Error('GraphiQL run action not found once: review OPERATION_NAME_FIX');
+  }
+  return html
+    .replace(OPERATION_NAME_FIX.find, OPERATION_NAME_FIX.replace)
+    .replace('</head>', `${TAB_FIX}</head>`);
+}
+
 /** The encoding to send for an Accept-Encoding header: br, then gzip, unless refused with q=0. */
 export function chooseEncoding(acceptEncoding: string | null): Encoding {
   const quality = new Map<string, number>();
@@ -66,7 +91,7 @@ export function useGraphiQL({ endpoint, title }: GraphiQLOptions): Plugin {
   const build = async (): Promise<Page> => {
     const { renderGraphiQL } = await import('@graphql-yoga/render-graphiql');
     const html = renderGraphiQL({ title, defaultTabs: graphiqlTabs, shouldPersistHeaders: false });
-    const identity = Buffer.from(html.replace('</head>', `${TAB_FIX}</head>`));
+    const identity = Buffer.from(patchGraphiQL(html));
     const [gz, br] = await Promise.all([
       gzipAsync(identity, { level: 6 }),
       // Quality 6: the best levels take seconds on a bundle this size for a few percent less.
