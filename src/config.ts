@@ -138,15 +138,17 @@ const keyValues = z.string().transform((value, ctx) => {
   return out;
 });
 
-// A document id: what @graphql-codegen/client-preset writes (a SHA-256 or SHA-1 in hex) or a
-// custom hash function's output; bounded, since it travels in URLs.
+// A document id: what @graphql-codegen/client-preset writes (`sha256:<hex>`, the GraphQL over
+// HTTP draft's form, or SHA-1 hex) or a custom hash function's output; bounded, since it travels
+// in URLs.
 const DOCUMENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /**
  * The trusted-documents manifest `@graphql-codegen/client-preset` writes with
  * `persistedDocuments: true`: a JSON object of id -> document text. Each document must parse, and
- * an id of 64 hex digits must be the SHA-256 of its document (the preset's default hash), so a
- * manifest edited by hand or out of date fails here, not on a client's request.
+ * an id of 64 hex digits (after `sha256:` or bare) must be the SHA-256 of its document (the
+ * preset's default hash), so a manifest edited by hand or out of date fails here, not on a
+ * client's request.
  */
 const manifestFile = z.string().transform((path, ctx) => {
   const fail = (message: string) => {
@@ -179,10 +181,8 @@ const manifestFile = z.string().transform((path, ctx) => {
     } catch {
       return fail(`the manifest's entry ${shown} is not a GraphQL document`);
     }
-    if (
-      /^[0-9a-f]{64}$/i.test(id) &&
-      createHash('sha256').update(document).digest('hex') !== id.toLowerCase()
-    )
+    const sha256 = /^(?:sha256:)?([0-9a-f]{64})$/i.exec(id)?.[1];
+    if (sha256 && createHash('sha256').update(document).digest('hex') !== sha256.toLowerCase())
       return fail(`the manifest's id ${shown} is not the SHA-256 of its document`);
     documents.set(id, document);
   }

@@ -7,13 +7,15 @@ import { loadConfig } from '../../src/config.js';
 import { createMemoryApqStore } from '../../src/plugins/request/use-apq.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+// The id @graphql-codegen/client-preset writes: `sha256:` and the hex digest of the document.
+const sha256 = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+const bareSha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 const LIST = 'query List($limit: Int) { repositories(limit: $limit) { total items { id } } }';
 const CREATE =
   'mutation Create($domain: String!) { createDomainVerification(input: { domain: $domain }) { id } }';
 const ARBITRARY = '{ repositories(limit: 2) { total } }';
-const UNKNOWN = sha256('{ __typename }');
+const UNKNOWN = bareSha256('{ __typename }');
 
 const dir = mkdtempSync(join(tmpdir(), 'trusted-documents-'));
 function manifestFile(name: string, content: string): string {
@@ -115,7 +117,7 @@ describe('trusted documents (PERSISTED_DOCUMENTS_ONLY=true)', () => {
       // Even a trusted document's own text: only its id is accepted.
       await post(h.app, { query: LIST, variables: { limit: 1 } }),
       // APQ's registration form: a hash with its document.
-      await post(h.app, { query: ARBITRARY, extensions: apq(sha256(ARBITRARY)) }),
+      await post(h.app, { query: ARBITRARY, extensions: apq(bareSha256(ARBITRARY)) }),
       await get(h.app, { query: ARBITRARY }),
       // Neither a document nor an id.
       await post(h.app, {}),
@@ -144,8 +146,8 @@ describe('trusted documents (PERSISTED_DOCUMENTS_ONLY=true)', () => {
   });
 
   it('does not store documents for APQ', async () => {
-    await post(h.app, { query: ARBITRARY, extensions: apq(sha256(ARBITRARY)) });
-    const again = await post(h.app, { extensions: apq(sha256(ARBITRARY)) });
+    await post(h.app, { query: ARBITRARY, extensions: apq(bareSha256(ARBITRARY)) });
+    const again = await post(h.app, { extensions: apq(bareSha256(ARBITRARY)) });
     expect(codeOf(again.body)).toBe('PERSISTED_QUERY_NOT_FOUND');
   });
 });
@@ -168,7 +170,7 @@ describe('trusted documents beside other documents (PERSISTED_DOCUMENTS_ONLY uns
   });
 
   it('serves APQ for hashes the manifest does not have', async () => {
-    const hash = sha256(ARBITRARY);
+    const hash = bareSha256(ARBITRARY);
     expect(codeOf((await post(h.app, { extensions: apq(hash) })).body)).toBe(
       'PERSISTED_QUERY_NOT_FOUND',
     );
@@ -182,7 +184,7 @@ describe('trusted documents beside other documents (PERSISTED_DOCUMENTS_ONLY uns
 describe('automatic persisted queries, in memory', () => {
   const h = useHarness();
   const QUERY = '{ repositories(limit: 1) { total items { id } } }';
-  const hash = sha256(QUERY);
+  const hash = bareSha256(QUERY);
 
   it('answers an unknown hash with PERSISTED_QUERY_NOT_FOUND and no upstream call', async () => {
     const { status, body } = await post(h.app, { extensions: apq(hash) });
@@ -266,6 +268,11 @@ describe('PERSISTED_DOCUMENTS configuration', () => {
       /"abc" is not a GraphQL document/,
     ],
     ['an id that is not a hash', manifestFile('id.json', '{"a b": "{ a }"}'), /is not a hash/],
+    [
+      'a bare SHA-256 id of another document',
+      manifestFile('stale-bare.json', JSON.stringify({ [bareSha256('{ b }')]: '{ a }' })),
+      /is not the SHA-256 of its document/,
+    ],
     [
       'a SHA-256 id of another document',
       manifestFile('stale.json', JSON.stringify({ [sha256('{ b }')]: '{ a }' })),
