@@ -98,7 +98,7 @@ export function createApp({
     useMetrics(metricsSource, PATHS.metrics),
     useReadiness(health, PATHS.readiness),
     ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
-    useCsrfPrevention(),
+    useCsrfPrevention(config.corsOrigins),
     ...(rateLimiter
       ? [
           useRateLimit(rateLimiter, {
