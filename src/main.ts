@@ -180,9 +180,12 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
     gate: link?.clusterReady,
   });
-  const redis = config.rateLimit.redisUrl
-    ? await connectRedis(config.rateLimit.redisUrl, logger)
-    : undefined;
+  // One connection for every user of Redis, and none when nothing would use it.
+  const usesRedis = config.rateLimit.points > 0 || config.apq.enabled;
+  const redis =
+    config.rateLimit.redisUrl && usesRedis
+      ? await connectRedis(config.rateLimit.redisUrl, logger)
+      : undefined;
   const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
   const redisReady = redis ? redisIsReady(redis, 5_000) : undefined;
   const apqStore = !config.apq.enabled
@@ -271,13 +274,15 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
   }
   warnAboutCredentials(config, logger);
   if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
-  if (config.rateLimit.redisUrl) {
+  // redisReady is unset when REDIS_URL is, or when neither the rate limit nor APQ would use it.
+  if (config.rateLimit.redisUrl && redisReady) {
     const where = safeOrigin(config.rateLimit.redisUrl);
-    const shared = [rateLimiter && 'rate limits', apqStore && 'persisted queries'].filter(Boolean);
+    const shared = [rateLimiter && 'rate limits', apqStore && 'APQ documents'].filter(Boolean);
+    const what = shared.join(' and ');
     if (await redisReady)
       logger.info(
         { store: 'redis', redis: where },
-        `${shared.join(' and ')} shared in Redis at ${where}`,
+        `${what.charAt(0).toUpperCase()}${what.slice(1)} shared in Redis at ${where}`,
       );
     else
       logger.error(

@@ -8,6 +8,7 @@ import { createRedisApqStore } from '../../src/plugins/request/use-apq.js';
 import { connectRedis } from '../../src/redis.js';
 import { useHarness } from '../helpers/harness.js';
 import { freePort, waitForPort } from '../helpers/net.js';
+import { startFacade } from '../helpers/process.js';
 
 const hasRedis = spawnSync('redis-server', ['--version']).status === 0;
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -52,6 +53,7 @@ describe('APQ documents in Redis, shared by two replicas', () => {
     const connections: Redis[] = [];
     let a: App;
     let b: App;
+    let redisUrl: string;
 
     beforeAll(async () => {
       const port = await freePort();
@@ -61,8 +63,8 @@ describe('APQ documents in Redis, shared by two replicas', () => {
         { stdio: 'ignore' },
       );
       await waitForPort(port);
-      const url = `redis://127.0.0.1:${port}`;
-      connections.push(await connectRedis(url), await connectRedis(url));
+      redisUrl = `redis://127.0.0.1:${port}`;
+      connections.push(await connectRedis(redisUrl), await connectRedis(redisUrl));
       const [first, second] = connections as [Redis, Redis];
       // No offline queue: a command before the connection is ready fails (and falls back).
       await Promise.all(
@@ -111,6 +113,30 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       expect(codeOf(body)).toBe('BAD_USER_INPUT');
       expect(await (connections[0] as Redis).get(`graphql-facade:apq:${wrong}`)).toBeNull();
     });
+
+    it('shares documents with a facade process started with REDIS_URL', async () => {
+      const facade = await startFacade({ REDIS_URL: redisUrl });
+      try {
+        await expect
+          .poll(() => facade.lines.some((line) => line.store === 'redis'), { timeout: 5_000 })
+          .toBe(true);
+        expect(facade.lines.find((line) => line.store === 'redis')?.msg).toMatch(
+          /^Rate limits and APQ documents shared in Redis/,
+        );
+        const third = '{ repositories(limit: 3) { total } }';
+        const response = await fetch(facade.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: third, extensions: apq(sha256(third)) }),
+        });
+        expect(((await response.json()) as Body).errors).toBeUndefined();
+        const { body } = await getByHash(b, sha256(third));
+        expect(body.errors).toBeUndefined();
+        expect(body.data?.repositories).toMatchObject({ total: expect.any(Number) });
+      } finally {
+        await facade.stop();
+      }
+    }, 60_000);
 
     it('falls back to memory, never to a failure, when Redis is gone', async () => {
       // Stored in Redis and in b's memory only.
