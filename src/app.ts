@@ -80,12 +80,12 @@ export function createApp({
       ? createTokenMatcher(config.clientTokens)
       : undefined;
 
-  // The pipeline, in the order a request meets it. Within a phase, order matters: the request
-  // log must see every request first; the cheap refusals (CSRF, rate limit, client token) run
-  // before the body is read; the document limits run before any resolver or upstream call.
   const { documents, only } = config.persistedDocuments;
   const trustedDocuments = documents ? { documents, only } : undefined;
 
+  // The pipeline, in the order a request meets it. Within a phase, order matters: the request
+  // log must see every request first; the cheap refusals (CSRF, rate limit, client token) run
+  // before the body is read; the document limits run before any resolver or upstream call.
   const plugins: Plugin[] = [
     // Around the whole request: its log line, metrics and response headers.
     useRequestLog({

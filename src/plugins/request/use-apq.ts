@@ -54,8 +54,16 @@ export function createRedisApqStore(
   options: { ttlS: number; memoryBytes: number; logger?: Logger | undefined },
 ): ApqStore {
   const memory = createMemoryApqStore(options.memoryBytes);
-  const warn = (error: unknown) =>
-    options.logger?.warn({ err: error }, 'APQ store (Redis) failed; memory only for this request');
+  // One line when Redis starts failing, not one per request while it is away.
+  let failing = false;
+  const warn = (error: unknown) => {
+    if (!failing) options.logger?.warn({ err: error }, 'APQ store (Redis) failing; memory only');
+    failing = true;
+  };
+  const recovered = () => {
+    if (failing) options.logger?.info('APQ store (Redis) answering again');
+    failing = false;
+  };
   return {
     kind: 'redis',
     async get(hash) {
@@ -63,6 +71,7 @@ export function createRedisApqStore(
       if (local) return local;
       try {
         const stored = await redis.get(KEY_PREFIX + hash);
+        recovered();
         if (stored !== null) await memory.set(hash, stored);
         return stored;
       } catch (error) {
@@ -74,6 +83,7 @@ export function createRedisApqStore(
       await memory.set(hash, document);
       try {
         await redis.set(KEY_PREFIX + hash, document, 'EX', options.ttlS);
+        recovered();
       } catch (error) {
         warn(error);
       }
