@@ -37,7 +37,7 @@ function describeRequest(method: string, url: URL, body: string | null) {
   return { method, hasQuery: typeof params.query === 'string', hash };
 }
 
-describe('APQ from a browser: urql’s persistedExchange on another origin', () => {
+describe('APQ from a browser on another origin: urql and Apollo Client', () => {
   let facade: FacadeProcess | undefined;
   let web: ViteDevServer | undefined;
   let context: BrowserContext | undefined;
@@ -92,10 +92,13 @@ describe('APQ from a browser: urql’s persistedExchange on another origin', () 
     if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
-  const run = (limit: number) =>
+  const run = (limit: number, client: 'run' | 'runApollo' = 'run') =>
     page.evaluate(
-      (n) => (globalThis as unknown as { run: (n: number) => Promise<RunResult> }).run(n),
-      limit,
+      ([n, name]) =>
+        (globalThis as unknown as Record<string, (n: number) => Promise<RunResult>>)[name]?.(
+          n,
+        ) as Promise<RunResult>,
+      [limit, client] as const,
     );
 
   it('sends the hash alone, then the document on PERSISTED_QUERY_NOT_FOUND, and gets the data', async () => {
@@ -121,5 +124,30 @@ describe('APQ from a browser: urql’s persistedExchange on another origin', () 
     expect(result.data?.repositories.items).toHaveLength(5);
     await expect.poll(() => exchanges.length).toBe(1);
     expect(exchanges[0]).toMatchObject({ method: 'GET', hasQuery: false, code: undefined });
+  });
+
+  it('works the same with Apollo Client’s persisted-query link (GET for hashed queries)', async () => {
+    exchanges.length = 0;
+    const first = await run(4, 'runApollo');
+    expect(first.codes).toEqual([]);
+    expect(first.networkError).toBeUndefined();
+    expect(first.data?.repositories.items).toHaveLength(4);
+    const second = await run(6, 'runApollo');
+    expect(second.data?.repositories.items).toHaveLength(6);
+    await expect.poll(() => exchanges.length).toBe(3);
+    const [miss, upload, hit] = exchanges;
+    expect(miss).toMatchObject({
+      method: 'GET',
+      hasQuery: false,
+      code: 'PERSISTED_QUERY_NOT_FOUND',
+    });
+    expect(miss?.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(upload).toMatchObject({ hasQuery: true, hash: miss?.hash, code: undefined });
+    expect(hit).toMatchObject({
+      method: 'GET',
+      hasQuery: false,
+      hash: miss?.hash,
+      code: undefined,
+    });
   });
 });
