@@ -8,6 +8,7 @@ import { createHealth, type Health } from './observability/health.js';
 import { type Logger, silentLogger, yogaLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing.js';
+import { type ApqStore, createMemoryApqStore, useApq } from './plugins/request/use-apq.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
 import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
@@ -16,6 +17,7 @@ import { useMediaType } from './plugins/request/use-media-type.js';
 import { type MetricsSource, useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
+import { DOCUMENT_ID_PARAM, useTrustedDocuments } from './plugins/request/use-trusted-documents.js';
 import { useCacheControl } from './plugins/result/use-cache-control.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useTracing } from './plugins/result/use-tracing.js';
@@ -40,6 +42,8 @@ export interface AppDeps {
   health?: Health;
   /** Default: none. main.ts builds one from config.rateLimit (memory or Redis). */
   rateLimiter?: RateLimiter | undefined;
+  /** Where APQ keeps documents; default: memory, bounded by config.apq.cacheBytes. */
+  apqStore?: ApqStore | undefined;
   /** What /metrics answers; default: this app's registry. A cluster worker answers for all. */
   metricsSource?: MetricsSource | undefined;
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
@@ -63,6 +67,7 @@ export function createApp({
   metrics = createMetrics(),
   health = createHealth(),
   rateLimiter,
+  apqStore,
   metricsSource = async () => ({
     text: await metrics.registry.metrics(),
     contentType: metrics.registry.contentType,
@@ -74,6 +79,9 @@ export function createApp({
     config.upstream.apiKey && config.clientTokens?.length
       ? createTokenMatcher(config.clientTokens)
       : undefined;
+
+  const { documents, only } = config.persistedDocuments;
+  const trustedDocuments = documents ? { documents, only } : undefined;
 
   // The pipeline, in the order a request meets it. Within a phase, order matters: the request
   // log must see every request first; the cheap refusals (CSRF, rate limit, client token) run
@@ -90,7 +98,7 @@ export function createApp({
     useMetrics(metricsSource, PATHS.metrics),
     useReadiness(health, PATHS.readiness),
     ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
-    useCsrfPrevention(),
+    useCsrfPrevention(config.corsOrigins),
     ...(rateLimiter
       ? [
           useRateLimit(rateLimiter, {
@@ -102,6 +110,12 @@ export function createApp({
     ...(serviceKeyClients ? [useClientTokens(serviceKeyClients)] : []),
     useBodySizeLimit(config.limits.maxBodyBytes),
     useMediaType(),
+    // Once the parameters are read, before parsing: which document runs. A trusted document's
+    // id first; then APQ, unless only trusted documents run.
+    ...(trustedDocuments ? [useTrustedDocuments(trustedDocuments)] : []),
+    ...(config.apq.enabled
+      ? [useApq(apqStore ?? createMemoryApqStore(config.apq.cacheBytes))]
+      : []),
     // At parse and validation: depth, tokens, aliases, directives, introspection.
     ...useLimits(config),
     // At validation: only the operation types the schema has (no subscriptions).
@@ -133,6 +147,7 @@ export function createApp({
     logging: yogaLogger(log),
     cors: corsOptions(config.corsOrigins, config.corsAllowedHeaders),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
+    ...(trustedDocuments ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
     plugins,

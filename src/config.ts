@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { parse } from 'graphql';
 import { z } from 'zod';
 
 /** Thrown for a bad configuration value; main.ts prints its message as the one stderr line. */
@@ -135,6 +138,58 @@ const keyValues = z.string().transform((value, ctx) => {
   return out;
 });
 
+// A document id: what @graphql-codegen/client-preset writes (`sha256:<hex>`, the GraphQL over
+// HTTP draft's form, or SHA-1 hex) or a custom hash function's output; bounded, since it travels
+// in URLs.
+const DOCUMENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * The trusted-documents manifest `@graphql-codegen/client-preset` writes with
+ * `persistedDocuments: true`: a JSON object of id -> document text. Each document must parse, and
+ * an id of 64 hex digits (after `sha256:` or bare) must be the SHA-256 of its document (the
+ * preset's default hash), so a manifest edited by hand or out of date fails here, not on a
+ * client's request.
+ */
+const manifestFile = z.string().transform((path, ctx) => {
+  const fail = (message: string) => {
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  };
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    return fail(`cannot read the manifest (${typeof code === 'string' ? code : 'unreadable'})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return fail('the manifest is not JSON');
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    return fail('the manifest must be a JSON object of document id -> document');
+  const documents = new Map<string, string>();
+  for (const [id, document] of Object.entries(json)) {
+    const shown = JSON.stringify(id.slice(0, 80));
+    if (!DOCUMENT_ID.test(id))
+      return fail(`the manifest's id ${shown} is not a hash (1-128 letters, digits, _.:-)`);
+    if (typeof document !== 'string') return fail(`the manifest's entry ${shown} is not a string`);
+    try {
+      parse(document, { noLocation: true });
+    } catch {
+      return fail(`the manifest's entry ${shown} is not a GraphQL document`);
+    }
+    const sha256 = /^(?:sha256:)?([0-9a-f]{64})$/i.exec(id)?.[1];
+    if (sha256 && createHash('sha256').update(document).digest('hex') !== sha256.toLowerCase())
+      return fail(`the manifest's id ${shown} is not the SHA-256 of its document`);
+    documents.set(id, document);
+  }
+  if (documents.size === 0) return fail('the manifest holds no documents');
+  return documents;
+});
+
 const SAMPLERS = [
   'always_on',
   'always_off',
@@ -264,6 +319,12 @@ const schema = z.object({
   // A caller presenting it in x-facade-debug sees the REST calls behind its answer in production.
   DEBUG_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   FEDERATED_TRACING: bool.default(false),
+  // Trusted documents: the manifest's path, and whether only its documents run.
+  PERSISTED_DOCUMENTS: manifestFile.optional(),
+  PERSISTED_DOCUMENTS_ONLY: bool.default(false),
+  // Automatic persisted queries: the memory store's bound, and how long Redis keeps a document.
+  APQ_CACHE_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
+  APQ_TTL_S: int(1, 30 * 86_400).default(86_400),
 });
 
 type Env = z.output<typeof schema>;
@@ -350,6 +411,13 @@ export interface Config {
   debugToken: string | undefined;
   /** Answer `apollo-federation-include-trace: ftv1` with `extensions.ftv1`. */
   federatedTracing: boolean;
+  /** Trusted documents (PERSISTED_DOCUMENTS): id -> document text; `only` refuses all others. */
+  persistedDocuments: { documents: ReadonlyMap<string, string> | undefined; only: boolean };
+  /**
+   * Automatic persisted queries, on unless only trusted documents run. Documents are kept in
+   * memory up to `cacheBytes` (0: none), and in Redis for `ttlS` when REDIS_URL is set.
+   */
+  apq: { enabled: boolean; cacheBytes: number; ttlS: number; redisUrl: string | undefined };
 }
 
 export type TraceSampler = (typeof SAMPLERS)[number];
@@ -424,6 +492,13 @@ function toConfig(env: Env): Config {
     corsAllowedHeaders: env.CORS_ALLOWED_HEADERS ?? [],
     debugToken: env.DEBUG_TOKEN,
     federatedTracing: env.FEDERATED_TRACING,
+    persistedDocuments: { documents: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY },
+    apq: {
+      enabled: !env.PERSISTED_DOCUMENTS_ONLY,
+      cacheBytes: env.APQ_CACHE_BYTES,
+      ttlS: env.APQ_TTL_S,
+      redisUrl: env.REDIS_URL,
+    },
   };
 }
 
@@ -470,6 +545,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   }
   const config = toConfig(parsed.data);
   checkUpstreamChoice(parsed.data);
+  if (config.persistedDocuments.only && !config.persistedDocuments.documents) {
+    throw new ConfigError(
+      'PERSISTED_DOCUMENTS_ONLY: true needs a manifest of trusted documents; set PERSISTED_DOCUMENTS to its path',
+    );
+  }
   if (config.upstream.apiKey && !config.clientTokens?.length && !config.allowAnonymousServiceKey) {
     throw new ConfigError(
       'UPSTREAM_API_KEY: service-key mode acts for every caller; set CLIENT_TOKENS, or ALLOW_ANONYMOUS_SERVICE_KEY=true to run without a client check',

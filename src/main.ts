@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { createServer, type Server } from 'node:http';
 import { Server as NetServer } from 'node:net';
+import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
 import { createApp, PATHS } from './app.js';
@@ -11,7 +12,13 @@ import { createHealth, type Health } from './observability/health.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing.js';
+import {
+  type ApqStore,
+  createMemoryApqStore,
+  createRedisApqStore,
+} from './plugins/request/use-apq.js';
 import { createRateLimiter, type RateLimiter } from './plugins/request/use-rate-limit.js';
+import { connectRedis } from './redis.js';
 import { UpstreamClient } from './upstream/client.js';
 
 /**
@@ -110,7 +117,10 @@ interface Started {
   health: Health;
   sandbox: Sandbox | undefined;
   rateLimiter: RateLimiter | undefined;
+  /** The process's one Redis connection (rate limit and APQ), when REDIS_URL is set. */
+  redis: Redis | undefined;
   redisReady: Promise<boolean> | undefined;
+  apqStore: ApqStore | undefined;
   upstreamUrl: string;
   tracing: Tracing | undefined;
 }
@@ -170,8 +180,23 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
     gate: link?.clusterReady,
   });
-  const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined);
-  const redisReady = rateLimiter?.store === 'redis' ? rateLimiter.ready(5_000) : undefined;
+  // One connection for every user of Redis, and none when nothing would use it.
+  const usesRedis = config.rateLimit.points > 0 || config.apq.enabled;
+  const redis =
+    config.rateLimit.redisUrl && usesRedis
+      ? await connectRedis(config.rateLimit.redisUrl, logger)
+      : undefined;
+  const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
+  const redisReady = redis ? redisIsReady(redis, 5_000) : undefined;
+  const apqStore = !config.apq.enabled
+    ? undefined
+    : redis
+      ? createRedisApqStore(redis, {
+          ttlS: config.apq.ttlS,
+          memoryBytes: config.apq.cacheBytes,
+          logger,
+        })
+      : createMemoryApqStore(config.apq.cacheBytes);
   const yoga = createApp({
     config,
     client,
@@ -179,6 +204,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     metrics,
     health,
     rateLimiter,
+    apqStore,
     metricsSource: link?.metrics,
     tracing,
   });
@@ -199,11 +225,35 @@ async function start(config: Config, logger: Logger): Promise<Started> {
       `${config.host ?? '*'}:${config.port}`,
     );
   });
-  return { server, link, client, health, sandbox, rateLimiter, redisReady, upstreamUrl, tracing };
+  return {
+    server,
+    link,
+    client,
+    health,
+    sandbox,
+    rateLimiter,
+    redis,
+    redisReady,
+    apqStore,
+    upstreamUrl,
+    tracing,
+  };
+}
+
+/** Resolves true once Redis answers, false after `timeoutMs`. */
+function redisIsReady(redis: Redis, timeoutMs: number): Promise<boolean> {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
 }
 
 async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
-  const { server, sandbox, rateLimiter, redisReady, upstreamUrl } = started;
+  const { server, sandbox, rateLimiter, redisReady, apqStore, upstreamUrl } = started;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
@@ -224,15 +274,32 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
   }
   warnAboutCredentials(config, logger);
   if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
-  else if (config.rateLimit.redisUrl) {
+  // redisReady is unset when REDIS_URL is, or when neither the rate limit nor APQ would use it.
+  if (config.rateLimit.redisUrl && redisReady) {
     const where = safeOrigin(config.rateLimit.redisUrl);
+    const shared = [rateLimiter && 'rate limits', apqStore && 'APQ documents'].filter(Boolean);
+    const what = shared.join(' and ');
     if (await redisReady)
-      logger.info({ store: 'redis', redis: where }, `Rate limits shared in Redis at ${where}`);
+      logger.info(
+        { store: 'redis', redis: where },
+        `${what.charAt(0).toUpperCase()}${what.slice(1)} shared in Redis at ${where}`,
+      );
     else
       logger.error(
         { store: 'redis', redis: where },
-        `Redis at ${where} not reachable yet; each replica counts alone until it is`,
+        `Redis at ${where} not reachable yet; each replica counts and stores alone until it is`,
       );
+  }
+  if (config.persistedDocuments.documents) {
+    logger.info(
+      {
+        trustedDocuments: config.persistedDocuments.documents.size,
+        only: config.persistedDocuments.only,
+      },
+      config.persistedDocuments.only
+        ? `Only trusted documents run (${config.persistedDocuments.documents.size} in PERSISTED_DOCUMENTS)`
+        : `${config.persistedDocuments.documents.size} trusted documents (PERSISTED_DOCUMENTS); other documents run too`,
+    );
   }
 }
 
@@ -243,7 +310,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
  * http.Server#close does) resets requests that clients are already sending on it.
  */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
-  const { server, client, health, sandbox, rateLimiter, tracing } = started;
+  const { server, client, health, sandbox, rateLimiter, redis, tracing } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -262,6 +329,7 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
         server.closeAllConnections();
       }
       await Promise.allSettled([client.close(), sandbox?.close(), rateLimiter?.close()]);
+      redis?.disconnect();
       // Last: the spans of the requests that just drained are exported before the exit.
       await tracing?.shutdown().catch(() => {});
       logger.info('stopped');

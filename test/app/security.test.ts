@@ -235,6 +235,144 @@ describe('CSRF and CORS', () => {
     expect(post.errors).toBeUndefined();
   });
 
+  describe('the rule from Origin, Fetch Metadata and CORS_ORIGINS', () => {
+    const APP = 'https://app.example.com';
+    const EVIL = 'https://evil.example';
+    const allowedApp = () => h.createApp({ config: { corsOrigins: [APP] } });
+    const url = (query = REPOS) => `http://facade.test/graphql?query=${encodeURIComponent(query)}`;
+    // What Chromium sends for each kind of request, as the browser tests see it.
+    const metadata = (site: string, mode: string, dest: string) => ({
+      'sec-fetch-site': site,
+      'sec-fetch-mode': mode,
+      'sec-fetch-dest': dest,
+    });
+    const codeOf = async (response: Response) =>
+      ((await response.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]
+        ?.extensions.code;
+
+    it("accepts urql's default GET and Apollo Client's POST from an allowed origin, as they are", async () => {
+      const app = allowedApp();
+      const get = await app.fetch(url(), {
+        headers: {
+          origin: APP,
+          accept: 'application/graphql-response+json, application/json',
+          ...metadata('cross-site', 'cors', 'empty'),
+        },
+      });
+      expect(get.status).toBe(200);
+      expect(get.headers.get('access-control-allow-origin')).toBe(APP);
+      const post = await app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: {
+          origin: APP,
+          'content-type': 'application/json',
+          ...metadata('same-site', 'cors', 'empty'),
+        },
+        body: JSON.stringify({ query: REPOS }),
+      });
+      expect(post.status).toBe(200);
+      expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')).toHaveLength(2);
+    });
+
+    it('accepts a GET from the same origin and an address typed by the user', async () => {
+      for (const site of ['same-origin', 'none']) {
+        const response = await h.app.fetch(url(), {
+          headers: metadata(site, site === 'none' ? 'navigate' : 'cors', 'empty'),
+        });
+        expect(response.status).toBe(200);
+      }
+    });
+
+    it.each([
+      [
+        'a form POST',
+        {
+          method: 'POST',
+          headers: {
+            origin: EVIL,
+            'content-type': 'application/x-www-form-urlencoded',
+            ...metadata('cross-site', 'navigate', 'document'),
+          },
+          body: `query=${encodeURIComponent(REPOS)}`,
+        },
+      ],
+      ['an <img> GET', { headers: metadata('cross-site', 'no-cors', 'image') }],
+      ['a <script> GET', { headers: metadata('cross-site', 'no-cors', 'script') }],
+      [
+        'a no-cors fetch',
+        { headers: { origin: EVIL, ...metadata('cross-site', 'no-cors', 'empty') } },
+      ],
+      ['a cors fetch', { headers: { origin: EVIL, ...metadata('cross-site', 'cors', 'empty') } }],
+      [
+        'a text/plain POST',
+        {
+          method: 'POST',
+          headers: {
+            origin: EVIL,
+            'content-type': 'text/plain',
+            ...metadata('cross-site', 'no-cors', 'empty'),
+          },
+          body: JSON.stringify({ query: REPOS }),
+        },
+      ],
+    ] as Array<[string, RequestInit]>)(
+      'refuses %s from a site that is not allowed, before any upstream call',
+      async (_, init) => {
+        const response = await allowedApp().fetch(
+          init.method === 'POST' ? 'http://facade.test/graphql' : url(),
+          init,
+        );
+        expect(response.status).toBe(403);
+        expect(response.headers.get('access-control-allow-origin')).toBeNull();
+        expect(await codeOf(response)).toBe('BAD_USER_INPUT');
+        expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+      },
+    );
+
+    it('refuses an allowed origin whose request is not a fetch (an <img>, a no-cors fetch)', async () => {
+      const app = allowedApp();
+      for (const [mode, dest] of [
+        ['no-cors', 'image'],
+        ['no-cors', 'empty'],
+        ['navigate', 'document'],
+        ['cors', 'script'],
+      ] as const) {
+        const response = await app.fetch(url(), {
+          headers: { origin: APP, ...metadata('cross-site', mode, dest) },
+        });
+        expect(response.status).toBe(403);
+      }
+      expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+    });
+
+    it('keeps the header rule for requests without Fetch Metadata', async () => {
+      const app = allowedApp();
+      // An older browser on an allowed page: the Origin is enough.
+      expect((await app.fetch(url(), { headers: { origin: APP } })).status).toBe(200);
+      // The same GET from another origin, or from no origin at all, needs a CSRF header.
+      expect((await app.fetch(url(), { headers: { origin: EVIL } })).status).toBe(403);
+      expect((await app.fetch(url())).status).toBe(403);
+      expect((await app.fetch(url(), { headers: { 'x-graphql-csrf': '1' } })).status).toBe(200);
+      // curl or a server: a JSON POST needs nothing.
+      const post = await app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: REPOS }),
+      });
+      expect(post.status).toBe(200);
+    });
+
+    it('never runs a mutation over GET, not even from an allowed origin (405)', async () => {
+      const mutation =
+        'mutation { createDomainVerification(input: { domain: "example.com" }) { id } }';
+      const response = await allowedApp().fetch(url(mutation), {
+        headers: { origin: APP, ...metadata('cross-site', 'cors', 'empty') },
+      });
+      expect(response.status).toBe(405);
+      expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+    });
+  });
+
   it('sends no CORS headers to another origin by default, preflight included', async () => {
     const cross = await postFromEvil(h.app);
     expect(cross.headers.get('access-control-allow-origin')).toBeNull();

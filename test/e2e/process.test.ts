@@ -114,6 +114,14 @@ describe('configuration errors', () => {
         'with space',
       ],
       [{ NODE_ENV: 'production' }, /^Invalid configuration: UPSTREAM_URL: .*SANDBOX=true/],
+      [
+        { PERSISTED_DOCUMENTS: '/nonexistent/persisted-documents.json' },
+        /^Invalid configuration: PERSISTED_DOCUMENTS: cannot read the manifest \(ENOENT\)/,
+      ],
+      [
+        { PERSISTED_DOCUMENTS_ONLY: 'true' },
+        /^Invalid configuration: PERSISTED_DOCUMENTS_ONLY: .*PERSISTED_DOCUMENTS/,
+      ],
       [{ HOST: 'not-a-host' }, /^Cannot start: HOST: .*ENOTFOUND/],
       [{ PORT: String(busyPort) }, /^Cannot start: PORT: .*EADDRINUSE/],
       [{ SANDBOX_PORT: String(busyPort) }, /^Cannot start: SANDBOX_PORT: .*EADDRINUSE/],

@@ -1,22 +1,88 @@
-import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import type { Plugin, YogaServerOptions } from 'graphql-yoga';
+import { FacadeError } from '../../errors.js';
 
 /**
  * Any of these headers marks a request as sent by code that could set headers, which a plain
  * HTML form or <img> cannot. The first is ours; the others are what Yoga's and Apollo's clients
- * already send, so those work unchanged.
+ * send when told to, so those keep working. No client needs one for the rule below.
  */
 export const CSRF_HEADERS = ['x-graphql-csrf', 'x-graphql-yoga-csrf', 'apollo-require-preflight'];
 
+/** Bodies a form or `fetch` may send cross-site without a preflight (the Fetch standard's list). */
+const SIMPLE_BODY_TYPES = [
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+  'text/plain',
+];
+
 /**
- * Refuses "simple" requests (GET, or POST as a form or text/plain) that carry none of the headers
- * above: a browser sends those cross-site without asking, with the visitor's cookies. A POST with
- * `Content-Type: application/json`, which GraphiQL and every GraphQL client send, passes as is.
+ * Whether the browser asked the facade before sending this request: a POST whose Content-Type a
+ * form cannot send (application/json, say) is sent cross-origin only after a CORS preflight the
+ * facade answered for an allowed origin.
  */
-export function useCsrfPrevention(): Plugin {
-  return useCSRFPrevention({ requestHeaders: CSRF_HEADERS });
+function wasPreflighted(request: Request): boolean {
+  if (request.method !== 'POST') return false;
+  const type = request.headers.get('content-type')?.trim().toLowerCase();
+  return !!type && !SIMPLE_BODY_TYPES.some((simple) => type.startsWith(simple));
 }
 
+export type CsrfVerdict = 'pass' | 'refuse';
+
+/**
+ * The CSRF rule, a pure function of the request's headers and the CORS_ORIGINS allowlist:
+ *
+ * 1. With Fetch Metadata (`Sec-Fetch-Site`: every current browser sends it, and a page cannot
+ *    forge it):
+ *    - `same-origin` or `none` (the facade's own page, an address typed by the user) passes;
+ *    - anything else (`same-site`, `cross-site`) passes only when `Origin` is in CORS_ORIGINS,
+ *      `Sec-Fetch-Mode` is `cors` and `Sec-Fetch-Dest` is `empty` (or absent): a `fetch` or XHR
+ *      from an allowed page. A form POST (`navigate`), an <img> or <script> GET and a `no-cors`
+ *      fetch are refused, whatever their origin.
+ * 2. Without Fetch Metadata (curl, servers, gateways, browsers too old to send it):
+ *    - `Origin` in CORS_ORIGINS passes;
+ *    - a request that was preflighted (a POST with a Content-Type a form cannot send, such as
+ *      `application/json`) passes: a browser sends it cross-origin only to an allowed origin;
+ *    - a simple request (a GET, or a POST as form data or text/plain) passes only with one of
+ *      CSRF_HEADERS, which a page cannot add without a preflight.
+ *
+ * Methods other than GET and POST are left to Yoga (405), and a mutation is never run over GET
+ * whatever this rule says (Yoga's own check, also 405).
+ */
+export function csrfVerdict(request: Request, allowedOrigins: ReadonlySet<string>): CsrfVerdict {
+  if (request.method !== 'GET' && request.method !== 'POST') return 'pass';
+  const { headers } = request;
+  const origin = headers.get('origin');
+  const allowedOrigin = origin !== null && allowedOrigins.has(origin);
+  const site = headers.get('sec-fetch-site');
+  if (site !== null) {
+    if (site === 'same-origin' || site === 'none') return 'pass';
+    const dest = headers.get('sec-fetch-dest');
+    return allowedOrigin &&
+      headers.get('sec-fetch-mode') === 'cors' &&
+      (dest === null || dest === 'empty')
+      ? 'pass'
+      : 'refuse';
+  }
+  if (allowedOrigin || wasPreflighted(request)) return 'pass';
+  return CSRF_HEADERS.some((name) => headers.has(name)) ? 'pass' : 'refuse';
+}
+
+/**
+ * Refuses, before the body is read and before any upstream call, what a page on another site
+ * could make a visitor's browser send (see csrfVerdict). The answer is a 403 with a fixed message:
+ * it says nothing of the request or the allowlist, and carries no CORS header for such a page.
+ */
+export function useCsrfPrevention(allowedOrigins: readonly string[] = []): Plugin {
+  const allowed = new Set(allowedOrigins);
+  return {
+    onRequestParse({ request }) {
+      if (csrfVerdict(request, allowed) === 'pass') return;
+      throw new FacadeError('BAD_USER_INPUT', 'Cross-site request refused', {
+        http: { status: 403 },
+      });
+    },
+  };
+}
 /**
  * What browsers may send besides the CSRF headers: the credential, the body's type, the request id,
  * the W3C trace context that browser tracing (OpenTelemetry web) adds, and Apollo's client

@@ -11,6 +11,7 @@ import {
 import type { Config } from '../../config.js';
 import { FacadeError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
+import { connectRedis } from '../../redis.js';
 import { bearerToken, tokenId } from './bearer-token.js';
 
 export interface RateLimiter {
@@ -42,6 +43,8 @@ export async function createRateLimiter(
   logger?: Logger,
   /** In a cluster worker: memory counters are kept by the primary, shared by every worker. */
   inCluster = false,
+  /** The process's Redis connection (src/redis.ts); without one, a connection of its own. */
+  sharedRedis?: Redis,
 ): Promise<RateLimiter | undefined> {
   if (options.points === 0) return undefined;
   const budgets = {
@@ -67,15 +70,9 @@ export async function createRateLimiter(
     });
   }
 
-  // Loaded only when used: the Redis client is resident memory that a memory-store replica
-  // never needs.
-  const { Redis } = await import('ioredis');
-  // No offline queue: while Redis is away, calls fail at once and the insurance limiter answers,
-  // instead of requests queueing behind a dead connection.
-  const redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-  redis.on('error', (error: Error) =>
-    logger?.warn({ err: error }, 'rate limit store (Redis) error'),
-  );
+  // While Redis is away, calls fail at once (connectRedis's settings) and the insurance limiter
+  // answers.
+  const redis = sharedRedis ?? (await connectRedis(options.redisUrl, logger));
   const inRedis = (limits: typeof budgets.client) =>
     new RateLimiterRedis({
       ...limits,
@@ -86,8 +83,9 @@ export async function createRateLimiter(
     store: 'redis',
     client: inRedis(budgets.client),
     address: noCeiling ? undefined : inRedis(budgets.address),
+    // A shared connection is closed by its owner.
     close: async () => {
-      redis.disconnect();
+      if (!sharedRedis) redis.disconnect();
     },
     logger,
     redis,
