@@ -131,7 +131,8 @@ export function createApp({
     healthCheckEndpoint: PATHS.health,
     landingPage: false,
     logging: yogaLogger(log),
-    cors: corsOptions(config.corsOrigins, config.corsAllowedHeaders),
+    // A header the facade forwards is one an allowed page may send.
+    cors: corsOptions(config.corsOrigins, [...config.corsAllowedHeaders, ...config.forwardHeaders]),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
