@@ -21,6 +21,10 @@ import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useTracing } from './plugins/result/use-tracing.js';
 import { useUpstreamCalls } from './plugins/result/use-upstream-calls.js';
 import { useCost } from './plugins/validation/use-cost.js';
+import {
+  useIncrementalDelivery,
+  usesIncrementalDelivery,
+} from './plugins/validation/use-incremental-delivery.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { useListLimits } from './plugins/validation/use-list-limits.js';
 import { useOperationTypes } from './plugins/validation/use-operation-types.js';
@@ -106,14 +110,17 @@ export function createApp({
     ...useLimits(config),
     // At validation: only the operation types the schema has (no subscriptions).
     useOperationTypes(),
+    // At validation: @defer and @stream, and their rules.
+    ...useIncrementalDelivery(),
     // Before execution and before anything coerces the variables (the cost does): lists no
     // longer than their maximum.
     useListLimits(),
     // Before execution, with the variables: the cost, which grows with `limit` and `first`.
     useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize }),
     // At execution: each validated document is compiled to a function once, cached per parsed
-    // document, so the cache is bounded by Yoga's parse cache.
-    useGraphQlJit() as Plugin,
+    // document, so the cache is bounded by Yoga's parse cache. graphql-jit has no incremental
+    // delivery: a document with @defer or @stream runs on Yoga's own executor.
+    useGraphQlJit({}, { enableIf: (args) => !usesIncrementalDelivery(args.document) }) as Plugin,
     // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
     useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     // A gateway's federated tracing: `extensions.ftv1` when it sends
