@@ -17,6 +17,7 @@ import { type MetricsSource, useMetrics } from './plugins/request/use-metrics.js
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { useCacheControl } from './plugins/result/use-cache-control.js';
+import { useCompression } from './plugins/result/use-compression.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useTracing } from './plugins/result/use-tracing.js';
 import { useUpstreamCalls } from './plugins/result/use-upstream-calls.js';
@@ -129,6 +130,8 @@ export function createApp({
     ...(config.federatedTracing ? [useApolloInlineTrace() as Plugin] : []),
     // Around parse, validate and execute: their spans, under the server span.
     ...(tracing ? [useTracing(tracing, PATHS.graphql)] : []),
+    // Last, around the response: it rebuilds the answer from the headers the others set.
+    useCompression({ minBytes: 1024 }),
   ];
 
   return createYoga<Record<string, never>, RequestContext>({
