@@ -52,6 +52,9 @@ export function useCompression({ minBytes }: CompressionOptions): Plugin {
       appendVary(response.headers, 'Accept-Encoding');
       const encoding = chooseEncoding(request.headers.get('accept-encoding'));
       if (encoding === 'identity') return;
+      // Known to be small without reading it: left as it is.
+      const declared = response.headers.get('content-length');
+      if (declared !== null && Number(declared) < minBytes) return;
 
       // Built only once the answer is to be compressed: a Headers copy may share its entries
       // with the original (the ponyfill's does), and a plain answer must keep its own.
