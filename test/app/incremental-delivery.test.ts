@@ -140,6 +140,11 @@ describe('@defer and @stream', () => {
     const body = (await response.json()) as Payload;
     expect(body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+    const refused = await send(
+      '{ ... @defer { repositories(limit: 1) { total } } }',
+      'multipart/mixed;q=0, application/json',
+    );
+    expect(refused.status).toBe(406);
   });
 
   it('answers operations without @defer or @stream as before, whatever the client accepts', async () => {

@@ -26,24 +26,28 @@ export function usesIncrementalDelivery(document: DocumentNode): boolean {
   return found;
 }
 
+const PARTS_TYPES = ['multipart/mixed', 'text/event-stream', 'multipart/*', 'text/*', '*/*'];
+
 /** Whether an Accept header lets Yoga answer in parts (multipart/mixed or text/event-stream). */
 function acceptsParts(accept: string | null): boolean {
   if (!accept) return true;
   return accept
     .toLowerCase()
     .split(',')
-    .map((part) => part.split(';')[0]?.trim())
-    .some((type) =>
-      ['multipart/mixed', 'text/event-stream', 'multipart/*', 'text/*', '*/*'].includes(type ?? ''),
+    .map((part) => part.split(';').map((piece) => piece.trim()))
+    .some(
+      ([type = '', ...params]) =>
+        PARTS_TYPES.includes(type) && !params.some((param) => /^q=0(\.0*)?$/.test(param)),
     );
 }
 
 /**
  * `@defer` and `@stream` (Yoga's plugin: the two directives and their validation rules). An
  * operation that uses one is answered as `multipart/mixed` or `text/event-stream` when the
- * client's Accept lists one of them (or none), and refused with 406 before execution otherwise,
- * since a single JSON answer cannot carry later parts; operations without them are answered as before. Yoga's own executor
- * runs them: graphql-jit has no incremental delivery (see usesIncrementalDelivery in app.ts).
+ * client's Accept lists one of them (or there is no Accept), and refused with 406 before execution
+ * otherwise, since a single JSON answer cannot carry later parts; operations without them are
+ * answered as before. Yoga's own executor runs them: graphql-jit has no incremental delivery
+ * (app.ts skips it for documents that usesIncrementalDelivery finds).
  */
 export function useIncrementalDelivery(): Plugin[] {
   return [
