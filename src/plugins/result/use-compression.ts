@@ -45,7 +45,7 @@ export interface CompressionOptions {
  */
 export function useCompression({ minBytes }: CompressionOptions): Plugin {
   return {
-    async onResponse({ request, response, setResponse, fetchAPI }) {
+    onResponse({ request, response, setResponse, fetchAPI }) {
       const type = response.headers.get('content-type') ?? '';
       if (!response.body || response.headers.has('content-encoding') || !COMPRESSIBLE.test(type))
         return;
@@ -81,21 +81,24 @@ export function useCompression({ minBytes }: CompressionOptions): Plugin {
         return;
       }
 
-      const plain = Buffer.from(await response.arrayBuffer());
-      if (plain.byteLength < minBytes) {
-        // The body was read to measure it: the same bytes, uncompressed.
-        setResponse(
-          new fetchAPI.Response(plain, {
-            status: response.status,
-            statusText: response.statusText,
-            headers: response.headers,
-          }),
-        );
-        return;
-      }
-      const compressed =
-        encoding === 'br' ? await brotli(plain, BROTLI) : await gzipAsync(plain, GZIP);
-      setResponse(new fetchAPI.Response(compressed, compressedInit(compressed.byteLength)));
+      // Only this path waits: every other answer leaves the hook without a promise.
+      return (async () => {
+        const plain = Buffer.from(await response.arrayBuffer());
+        if (plain.byteLength < minBytes) {
+          // The body was read to measure it: the same bytes, uncompressed.
+          setResponse(
+            new fetchAPI.Response(plain, {
+              status: response.status,
+              statusText: response.statusText,
+              headers: response.headers,
+            }),
+          );
+          return;
+        }
+        const compressed =
+          encoding === 'br' ? await brotli(plain, BROTLI) : await gzipAsync(plain, GZIP);
+        setResponse(new fetchAPI.Response(compressed, compressedInit(compressed.byteLength)));
+      })();
     },
   };
 }
