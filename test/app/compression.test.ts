@@ -63,6 +63,10 @@ describe('compression', () => {
       expect(response.headers.get('content-encoding')).toBe(encoding);
       expect(decode(encoding, await bytes(response)).toString()).toBe(plain);
     }
+    // Yoga marks an event stream `Content-Encoding: none`: it stays as it is.
+    const events = await send(query, { accept: 'text/event-stream', 'accept-encoding': 'br' });
+    expect(events.headers.get('content-encoding')).toBe('none');
+    expect(await events.text()).toContain('event: next');
   });
 
   it('delivers each part of a compressed answer when it is ready, over HTTP', async () => {

@@ -22,8 +22,11 @@ const GZIP: ZlibOptions = { level: 6 };
 
 /** Answers the facade writes, all text; anything else (an image, a pre-compressed page) is left. */
 const COMPRESSIBLE = /^(application\/(graphql-response\+)?json|multipart\/mixed|text\/)/i;
-/** Answers written in parts over time: every part must reach the client when it is written. */
-const STREAMED = /^(multipart\/mixed|text\/event-stream)/i;
+/**
+ * Answers written in parts over time: every part must reach the client when it is written. (An
+ * event stream arrives marked `Content-Encoding: none` by Yoga, so it is left as it is.)
+ */
+const STREAMED = /^multipart\/mixed/i;
 
 export interface CompressionOptions {
   /** Smaller answers are sent as they are: compressing them saves less than its headers cost. */
@@ -34,9 +37,9 @@ export interface CompressionOptions {
  * Compresses answers with Node's zlib, `br` preferred over `gzip` as the client's
  * Accept-Encoding allows (q-values honoured), and marks every compressible answer
  * `Vary: Accept-Encoding`. A whole answer is compressed in one call on the thread pool, off the
- * event loop, when it is at least `minBytes`; an answer in parts (@defer, @stream, an event
- * stream) is compressed as it goes, flushed after every part, so incremental delivery still
- * delivers each part when it is ready. Must be the last plugin with an onResponse hook: it
+ * event loop, when it is at least `minBytes`; an answer in parts (@defer, @stream as
+ * multipart/mixed) is compressed as it goes, flushed after every part, so incremental delivery
+ * still delivers each part when it is ready. Must be the last plugin with an onResponse hook: it
  * rebuilds the response from the headers the others set.
  *
  * `@whatwg-node/server`'s useContentEncoding is not used: it compresses every answer whatever
