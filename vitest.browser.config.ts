@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// `npm run test:browser`: GraphiQL in Debian's Chromium, against the real process `npm start` runs.
+// `npm run test:browser`: GraphiQL, and urql and Apollo Client on pages of other origins, in
+// Debian's Chromium, against the real process `npm start` runs.
 // Kept out of `npm test` because it needs a system browser and takes a while to start.
 export default defineConfig({
   test: {

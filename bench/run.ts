@@ -38,17 +38,24 @@ interface Measured {
   requests: number;
   /** CPU seconds (user + system) the serving process spent on the run. */
   cpuS: number;
+  /** Response bytes received (headers included). */
+  bytes: number;
 }
 
 /** `servedBy`: the process whose CPU the run is charged to (the sandbox, or the facade). */
-async function load(servedBy: number, url: string, body?: string): Promise<Measured> {
+async function load(
+  servedBy: number,
+  url: string,
+  body?: string,
+  headers: Record<string, string> = {},
+): Promise<Measured> {
   const cpuBefore = cpuSeconds(servedBy);
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
     duration: DURATION_S,
     method: body ? 'POST' : 'GET',
-    headers: body ? { 'content-type': 'application/json' } : {},
+    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
     ...(body ? { body } : {}),
   });
   return {
@@ -59,6 +66,7 @@ async function load(servedBy: number, url: string, body?: string): Promise<Measu
     non2xx: result.non2xx,
     requests: result.requests.total,
     cpuS: cpuSeconds(servedBy) - cpuBefore,
+    bytes: result.throughput.total,
   };
 }
 
@@ -75,6 +83,10 @@ const summary = (runs: Measured[]) => ({
   p50: average(runs, 'p50'),
   p99: average(runs, 'p99'),
   errors: average(runs, 'errors') + average(runs, 'non2xx'),
+  bytesPerResponse: Math.round(
+    runs.reduce((sum, run) => sum + run.bytes, 0) /
+      runs.reduce((sum, run) => sum + run.requests, 0),
+  ),
 });
 
 async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string, body: string) {
@@ -138,6 +150,8 @@ async function main() {
       page: [],
       fiveAliases: [],
       threeAdjacentPages: [],
+      pageGzip: [],
+      pageBr: [],
     };
     for (let round = 0; round < ROUNDS; round++) {
       runs.direct?.push(await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
@@ -146,6 +160,13 @@ async function main() {
     runs.fiveAliases?.push(await load(facade.pid as number, graphqlUrl, scenarios.fiveAliases));
     runs.threeAdjacentPages?.push(
       await load(facade.pid as number, graphqlUrl, scenarios.threeAdjacentPages),
+    );
+    // The page again, compressed: what the bytes saved cost the facade in CPU.
+    runs.pageGzip?.push(
+      await load(facade.pid as number, graphqlUrl, scenarios.page, { 'accept-encoding': 'gzip' }),
+    );
+    runs.pageBr?.push(
+      await load(facade.pid as number, graphqlUrl, scenarios.page, { 'accept-encoding': 'br' }),
     );
 
     const direct = summary(runs.direct ?? []);
@@ -158,7 +179,9 @@ async function main() {
         p50Ms: s.p50,
         p99Ms: s.p99,
         errors: s.errors,
-        upstreamCallsPerOp: name === 'direct' ? 1 : calls[name as keyof typeof calls],
+        upstreamCallsPerOp:
+          name === 'direct' ? 1 : (calls[name as keyof typeof calls] ?? calls.page),
+        bytesPerResponse: s.bytesPerResponse,
         cpuUsPerRequest: s.cpuUsPerRequest,
         // Requests one core of the serving process can answer, and that against the sandbox's.
         perCoreRps: Math.round(1e6 / s.cpuUsPerRequest),

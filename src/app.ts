@@ -19,10 +19,15 @@ import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { DOCUMENT_ID_PARAM, useTrustedDocuments } from './plugins/request/use-trusted-documents.js';
 import { useCacheControl } from './plugins/result/use-cache-control.js';
+import { useCompression } from './plugins/result/use-compression.js';
 import { useRequestLog } from './plugins/result/use-request-log.js';
 import { useTracing } from './plugins/result/use-tracing.js';
 import { useUpstreamCalls } from './plugins/result/use-upstream-calls.js';
 import { useCost } from './plugins/validation/use-cost.js';
+import {
+  useIncrementalDelivery,
+  usesIncrementalDelivery,
+} from './plugins/validation/use-incremental-delivery.js';
 import { useLimits } from './plugins/validation/use-limits.js';
 import { useListLimits } from './plugins/validation/use-list-limits.js';
 import { useOperationTypes } from './plugins/validation/use-operation-types.js';
@@ -120,14 +125,17 @@ export function createApp({
     ...useLimits(config),
     // At validation: only the operation types the schema has (no subscriptions).
     useOperationTypes(),
+    // At validation: @defer and @stream, and their rules.
+    ...useIncrementalDelivery(),
     // Before execution and before anything coerces the variables (the cost does): lists no
     // longer than their maximum.
     useListLimits(),
     // Before execution, with the variables: the cost, which grows with `limit` and `first`.
     useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize }),
     // At execution: each validated document is compiled to a function once, cached per parsed
-    // document, so the cache is bounded by Yoga's parse cache.
-    useGraphQlJit() as Plugin,
+    // document, so the cache is bounded by Yoga's parse cache. graphql-jit has no incremental
+    // delivery: a document with @defer or @stream runs on Yoga's own executor.
+    useGraphQlJit({}, { enableIf: (args) => !usesIncrementalDelivery(args.document) }) as Plugin,
     // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
     useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     // A gateway's federated tracing: `extensions.ftv1` when it sends
@@ -136,6 +144,8 @@ export function createApp({
     ...(config.federatedTracing ? [useApolloInlineTrace() as Plugin] : []),
     // Around parse, validate and execute: their spans, under the server span.
     ...(tracing ? [useTracing(tracing, PATHS.graphql)] : []),
+    // Last, around the response: it rebuilds the answer from the headers the others set.
+    useCompression({ minBytes: 1024 }),
   ];
 
   return createYoga<Record<string, never>, RequestContext>({
@@ -145,7 +155,8 @@ export function createApp({
     healthCheckEndpoint: PATHS.health,
     landingPage: false,
     logging: yogaLogger(log),
-    cors: corsOptions(config.corsOrigins, config.corsAllowedHeaders),
+    // A header the facade forwards is one an allowed page may send.
+    cors: corsOptions(config.corsOrigins, [...config.corsAllowedHeaders, ...config.forwardHeaders]),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
     ...(trustedDocuments ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.

@@ -95,6 +95,43 @@ const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 // RFC 9110's token: what an HTTP header name may be.
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
+// Headers FORWARD_HEADERS may never name, and why: the browser's credentials, hop-by-hop headers
+// (RFC 9110 7.6.1), and what the facade's own HTTP client or rules decide for each call.
+const NOT_FORWARDED: Record<string, string> = {
+  cookie: 'a browser credential, never forwarded',
+  'set-cookie': 'a browser credential, never forwarded',
+  connection: 'a hop-by-hop header',
+  'keep-alive': 'a hop-by-hop header',
+  te: 'a hop-by-hop header',
+  trailer: 'a hop-by-hop header',
+  'transfer-encoding': 'a hop-by-hop header',
+  upgrade: 'a hop-by-hop header',
+  host: "set by the facade's HTTP client",
+  'content-length': "set by the facade's HTTP client",
+  'content-type': 'set by the facade for each call',
+  accept: 'set by the facade for each call',
+  'accept-encoding': "set by the facade's HTTP client",
+  expect: "set by the facade's HTTP client",
+  authorization: 'forwarded already (or replaced by UPSTREAM_API_KEY)',
+  'x-request-id': 'forwarded already',
+  traceparent: 'forwarded already, as the trace context',
+  tracestate: 'forwarded already, as the trace context',
+  baggage: 'forwarded already, as the trace context',
+};
+
+const forwardHeaders = list
+  .pipe(z.array(z.string().regex(HEADER_NAME, 'must be comma-separated header names')))
+  .transform((names, ctx) => {
+    const lower = [...new Set(names.map((name) => name.toLowerCase()))];
+    for (const name of lower) {
+      const why = name.startsWith('proxy-') ? 'a hop-by-hop header' : NOT_FORWARDED[name];
+      if (why === undefined) continue;
+      ctx.addIssue({ code: 'custom', message: `must not name ${name} (${why})` });
+      return z.NEVER;
+    }
+    return lower;
+  });
+
 const otlpUrl = z
   .string()
   .trim()
@@ -316,6 +353,8 @@ const schema = z.object({
     .pipe(z.array(z.string().regex(HEADER_NAME, 'must be comma-separated header names')))
     .transform((names) => names.map((name) => name.toLowerCase()))
     .optional(),
+  // Request headers passed on to the upstream besides Authorization and the request id.
+  FORWARD_HEADERS: forwardHeaders.optional(),
   // A caller presenting it in x-facade-debug sees the REST calls behind its answer in production.
   DEBUG_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   FEDERATED_TRACING: bool.default(false),
@@ -407,6 +446,8 @@ export interface Config {
   tracing: TracingConfig | undefined;
   /** Request headers browsers may send beyond the built-in set. */
   corsAllowedHeaders: string[];
+  /** Request headers (lower-cased) passed on to every upstream call, as the caller sent them. */
+  forwardHeaders: string[];
   /** Unlocks `extensions.upstreamCalls` in production for a caller that presents it. */
   debugToken: string | undefined;
   /** Answer `apollo-federation-include-trace: ftv1` with `extensions.ftv1`. */
@@ -490,6 +531,7 @@ function toConfig(env: Env): Config {
         : (env.WORKERS ?? 1),
     tracing: tracingConfig(env),
     corsAllowedHeaders: env.CORS_ALLOWED_HEADERS ?? [],
+    forwardHeaders: env.FORWARD_HEADERS ?? [],
     debugToken: env.DEBUG_TOKEN,
     federatedTracing: env.FEDERATED_TRACING,
     persistedDocuments: { documents: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY },

@@ -56,6 +56,20 @@ export function acceptedRequestId(value: string | null): string | undefined {
   return value && REQUEST_ID.test(value) ? value : undefined;
 }
 
+/** The caller's headers among `names` (FORWARD_HEADERS), as they came. */
+function forwardedHeaders(
+  headers: Headers,
+  names: readonly string[],
+): Record<string, string> | undefined {
+  if (names.length === 0) return undefined;
+  const forwarded: Record<string, string> = {};
+  for (const name of names) {
+    const value = headers.get(name);
+    if (value !== null) forwarded[name] = value;
+  }
+  return forwarded;
+}
+
 /** Per request: a request id, the credential to forward and fresh loaders around the shared client. */
 export function createContextFactory({
   config,
@@ -79,6 +93,7 @@ export function createContextFactory({
       onCall: (completed) => upstreamCalls.push(completed),
       budget: requestBudget(initial.request, config.maxUpstreamCalls),
       trace: incomingTraceContext(headers),
+      forwarded: forwardedHeaders(headers, config.forwardHeaders),
     };
     return {
       config,

@@ -80,6 +80,8 @@ export interface CallContext {
   budget?: CallBudget | undefined;
   /** The caller's W3C trace context, carried to every upstream call. */
   trace?: TraceContext | undefined;
+  /** The caller's headers named by FORWARD_HEADERS, passed on as they came. */
+  forwarded?: Readonly<Record<string, string>> | undefined;
   /** How many resolver calls this call serves (a loader's merged or de-duplicated keys); default 1. */
   callers?: number | undefined;
   /** The fields behind those callers, when the request shows its upstream calls. */
@@ -322,7 +324,8 @@ export class UpstreamClient {
   }
 
   #headers(request: Send<unknown>, call: CallContext, span?: Span): Record<string, string> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    // First, so nothing the facade sets for the call can be replaced by a caller's header.
+    const headers: Record<string, string> = { ...call.forwarded, accept: 'application/json' };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
     const authorization = this.#options.apiKey
       ? `Bearer ${this.#options.apiKey}`

@@ -102,6 +102,39 @@ describe('start-up configuration', () => {
   });
 });
 
+describe('FORWARD_HEADERS', () => {
+  it('reads header names, lower-cased, without duplicates', () => {
+    expect(
+      loadConfig({ FORWARD_HEADERS: 'Accept-Language, x-tenant-id,X-Tenant-Id' }).forwardHeaders,
+    ).toEqual(['accept-language', 'x-tenant-id']);
+    expect(loadConfig({}).forwardHeaders).toEqual([]);
+  });
+
+  it.each([
+    ['cookie', /cookie \(a browser credential/],
+    ['x-tenant-id,Set-Cookie', /set-cookie \(a browser credential/],
+    ['connection', /connection \(a hop-by-hop header\)/],
+    ['keep-alive', /hop-by-hop/],
+    ['te', /hop-by-hop/],
+    ['trailer', /hop-by-hop/],
+    ['transfer-encoding', /hop-by-hop/],
+    ['upgrade', /hop-by-hop/],
+    ['Proxy-Authorization', /proxy-authorization \(a hop-by-hop header\)/],
+    ['host', /host \(set by/],
+    ['content-length', /content-length \(set by/],
+    ['authorization', /authorization \(forwarded already/],
+    ['x tenant', /header names/],
+  ])('refuses FORWARD_HEADERS=%j in one line naming the variable', (value, reason) => {
+    expect(() => loadConfig({ FORWARD_HEADERS: value })).toThrow(/^FORWARD_HEADERS: /);
+    expect(() => loadConfig({ FORWARD_HEADERS: value })).toThrow(reason);
+    try {
+      loadConfig({ FORWARD_HEADERS: value });
+    } catch (error) {
+      expect((error as Error).message).not.toContain('\n');
+    }
+  });
+});
+
 describe('schema disclosure', () => {
   it('lets the subgraph SDL follow INTROSPECTION unless SUBGRAPH_SDL says otherwise', () => {
     expect(loadConfig({}).limits).toMatchObject({ introspection: true, subgraphSdl: true });

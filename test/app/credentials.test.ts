@@ -103,3 +103,70 @@ describe('createTokenMatcher', () => {
     expect(createTokenMatcher([])('anything')).toBe(false);
   });
 });
+
+describe('FORWARD_HEADERS', () => {
+  const h = useHarness({ config: { forwardHeaders: ['accept-language', 'x-tenant-id'] } });
+  const CALLER = {
+    authorization: 'Bearer caller-token-1',
+    'accept-language': 'de-CH, de;q=0.9',
+    'x-tenant-id': 'tenant-42',
+    cookie: 'session=s3cret',
+    'x-other': 'not named',
+    'user-agent': 'test-agent/1.0',
+  };
+
+  it('passes on the named headers to every upstream call, and nothing else of the caller', async () => {
+    await h.gql(QUERY, {}, CALLER);
+    await h.gql(
+      'mutation { createDomainVerification(input: { domain: "example.com" }) { id } }',
+      {},
+      CALLER,
+    );
+    const calls = upstreamRequests(h.sandbox);
+    expect(calls.map((call) => `${call.method} ${call.path}`)).toEqual([
+      'GET /git/v1/repo',
+      'POST /domains/v1/verifications',
+    ]);
+    for (const call of calls) {
+      expect(call.headers['accept-language']).toBe('de-CH, de;q=0.9');
+      expect(call.headers['x-tenant-id']).toBe('tenant-42');
+      expect(call.headers.authorization).toBe('Bearer caller-token-1');
+      expect(call.headers.cookie).toBeUndefined();
+      expect(call.headers['x-other']).toBeUndefined();
+      expect(call.headers['user-agent']).not.toBe('test-agent/1.0');
+    }
+  });
+
+  it('sends a named header only when the caller sent it', async () => {
+    await h.gql(QUERY, {}, { 'x-tenant-id': 'tenant-7' });
+    const [call] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
+    expect(call?.headers['x-tenant-id']).toBe('tenant-7');
+    expect(call?.headers['accept-language']).toBeUndefined();
+  });
+
+  it('forwards none of these headers by default', async () => {
+    const app = h.createApp({ config: { forwardHeaders: [] } });
+    const response = await app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...CALLER },
+      body: JSON.stringify({ query: QUERY }),
+    });
+    expect(response.status).toBe(200);
+    const [call] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
+    expect(call?.headers['x-tenant-id']).toBeUndefined();
+    expect(call?.headers['accept-language']).toBeUndefined();
+  });
+
+  it('lets allowed pages send the named headers (CORS)', async () => {
+    const app = h.createApp({ config: { corsOrigins: ['https://app.example.com'] } });
+    const preflight = await app.fetch('http://facade.test/graphql', {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type, x-tenant-id',
+      },
+    });
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/x-tenant-id/);
+  });
+});

@@ -109,6 +109,10 @@ describe('configuration errors', () => {
       ],
       [{ DNS_SERVERS: ',,,' }, /^Invalid configuration: DNS_SERVERS: /],
       [
+        { FORWARD_HEADERS: 'x-tenant-id,Cookie' },
+        /^Invalid configuration: FORWARD_HEADERS: must not name cookie \(/,
+      ],
+      [
         { UPSTREAM_API_KEY: 'key-hunter2', CLIENT_TOKENS: 'tok with space' },
         /^Invalid configuration: CLIENT_TOKENS: /,
         'with space',

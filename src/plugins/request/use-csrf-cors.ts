@@ -83,6 +83,7 @@ export function useCsrfPrevention(allowedOrigins: readonly string[] = []): Plugi
     },
   };
 }
+
 /**
  * What browsers may send besides the CSRF headers: the credential, the body's type, the request id,
  * the W3C trace context that browser tracing (OpenTelemetry web) adds, and Apollo's client

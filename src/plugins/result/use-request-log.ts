@@ -18,6 +18,8 @@ interface RequestState {
   /** The operations executed (more than one in a batch), for the metrics. */
   executed: Array<{ type: string | undefined; name: string | undefined }>;
   codes: string[];
+  /** Set for an answer sent in parts (@defer, @stream): settles when its last part is sent. */
+  streamed: Promise<void> | undefined;
 }
 
 // The state rides on the Request itself, not in a WeakMap keyed by Request: a WeakMap's ephemeron
@@ -43,11 +45,20 @@ function clientIdentity(headers: Headers): ClientIdentity {
   };
 }
 
+/** One part of an answer in parts: its own errors and those of its incremental entries. */
+interface Part extends ExecutionResult {
+  incremental?: ReadonlyArray<{ errors?: ExecutionResult['errors'] }>;
+}
+
 function errorCodes(result: unknown): string[] {
-  const results = (Array.isArray(result) ? result : [result]) as ExecutionResult[];
+  const results = (Array.isArray(result) ? result : [result]) as Part[];
   const codes: string[] = [];
   for (const one of results) {
-    for (const error of one?.errors ?? []) {
+    const errors = [
+      ...(one?.errors ?? []),
+      ...(one?.incremental ?? []).flatMap((i) => i.errors ?? []),
+    ];
+    for (const error of errors) {
       const code = error.extensions?.code;
       codes.push(typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR');
     }
@@ -82,6 +93,7 @@ export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions
         client: clientIdentity(request.headers),
         executed: [],
         codes: [],
+        streamed: undefined,
       };
     },
     onParams({ params, request }) {
@@ -108,45 +120,69 @@ export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions
         type: operation?.operation,
         name: operation?.name?.value ?? args.operationName ?? undefined,
       });
+      return {
+        // An answer in parts outlives its response's headers: its line waits for the last part,
+        // so the duration, upstream calls and error codes are the whole answer's.
+        onExecuteDone({ result }) {
+          if (!(Symbol.asyncIterator in result)) return undefined;
+          let ended = () => {};
+          state.streamed = new Promise<void>((resolve) => {
+            ended = resolve;
+          });
+          context.request.signal.addEventListener('abort', () => ended(), { once: true });
+          return {
+            onNext({ result: part }) {
+              state.codes.push(...errorCodes(part));
+            },
+            onEnd: () => ended(),
+          };
+        },
+      };
     },
     onResultProcess({ request, result }) {
       const state = stateOf(request);
-      if (state) state.codes.push(...errorCodes(result));
+      if (state && !(Symbol.asyncIterator in result)) state.codes.push(...errorCodes(result));
     },
     onResponse({ request, response }) {
       const state = stateOf(request);
       if (!state) return;
       const requestId = state.context?.requestId ?? state.incomingId ?? randomUUID();
       response.headers.set('x-request-id', requestId);
-      const seconds = (performance.now() - state.started) / 1000;
-      // A client that went away reads no answer: its errors (upstream calls cut short) are not
-      // the facade's or the upstream's and must not show up as such.
-      const cancelled = request.signal.aborted;
-      if (!cancelled) metrics.countErrors(state.codes);
-      for (const { type, name } of state.executed) {
-        metrics.observeOperation(type, name, seconds);
-        metrics.countClientOperation(state.client);
-      }
-      const calls = state.context?.upstreamCalls ?? [];
-      const line = {
-        requestId,
-        method: request.method,
-        // The path only: a GET's query string holds the document and its variables.
-        path: state.path,
-        status: response.status,
-        durationMs: Math.round(seconds * 10_000) / 10,
-        operationName: state.operationName,
-        operationType: state.operationType,
-        clientName: state.client.name,
-        clientVersion: state.client.version,
-        upstreamCalls: calls.length,
-        upstreamMs: Math.round(calls.reduce((sum, call) => sum + call.durationMs, 0) * 10) / 10,
-        errors: state.codes.length > 0 ? state.codes : undefined,
-        cancelled: cancelled || undefined,
-      };
-      if (probes.has(state.path)) logger.debug(line, 'probe');
-      else if (response.status >= 500) logger.error(line, 'request');
-      else logger.info(line, 'request');
+      const write = () => writeLine(state, request, response.status, requestId);
+      if (state.streamed) state.streamed.then(write);
+      else write();
     },
   };
+
+  function writeLine(state: RequestState, request: Request, status: number, requestId: string) {
+    const seconds = (performance.now() - state.started) / 1000;
+    // A client that went away reads no answer: its errors (upstream calls cut short) are not
+    // the facade's or the upstream's and must not show up as such.
+    const cancelled = request.signal.aborted;
+    if (!cancelled) metrics.countErrors(state.codes);
+    for (const { type, name } of state.executed) {
+      metrics.observeOperation(type, name, seconds);
+      metrics.countClientOperation(state.client);
+    }
+    const calls = state.context?.upstreamCalls ?? [];
+    const line = {
+      requestId,
+      method: request.method,
+      // The path only: a GET's query string holds the document and its variables.
+      path: state.path,
+      status,
+      durationMs: Math.round(seconds * 10_000) / 10,
+      operationName: state.operationName,
+      operationType: state.operationType,
+      clientName: state.client.name,
+      clientVersion: state.client.version,
+      upstreamCalls: calls.length,
+      upstreamMs: Math.round(calls.reduce((sum, call) => sum + call.durationMs, 0) * 10) / 10,
+      errors: state.codes.length > 0 ? state.codes : undefined,
+      cancelled: cancelled || undefined,
+    };
+    if (probes.has(state.path)) logger.debug(line, 'probe');
+    else if (status >= 500) logger.error(line, 'request');
+    else logger.info(line, 'request');
+  }
 }

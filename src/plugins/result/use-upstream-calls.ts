@@ -54,6 +54,17 @@ export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
   return [...byId.values()];
 }
 
+/** `extensions.upstreamCalls` of a request: its calls so far and its budget. */
+function upstreamCallsExtension({ call, upstreamCalls }: Context) {
+  const budget = call.budget;
+  return {
+    upstreamCalls: {
+      calls: shownCalls(upstreamCalls ?? []),
+      ...(budget ? { budget: { used: budget.limit - budget.left, limit: budget.limit } } : {}),
+    },
+  };
+}
+
 /**
  * `extensions.upstreamCalls`: the REST calls an operation caused (method, route template, status,
  * duration, attempts, the fields that shared each) and how much of MAX_UPSTREAM_CALLS the request
@@ -72,23 +83,27 @@ export function useUpstreamCalls({ production, debugToken }: UpstreamCallsOption
     onExecute({ args }) {
       const context = args.contextValue as Context;
       // Before any resolver runs: the loaders keep field paths only when they will be shown.
-      if ((context.request as Marked)[SHOWN]) context.call.showCalls = true;
+      if (!(context.request as Marked)[SHOWN]) return undefined;
+      context.call.showCalls = true;
+      return {
+        // An answer in parts (@defer, @stream) shows them on its last part, when all are made.
+        onExecuteDone: () => ({
+          onNext({ result, setResult }) {
+            if ((result as { hasNext?: boolean }).hasNext !== false) return;
+            setResult({
+              ...result,
+              extensions: { ...result.extensions, ...upstreamCallsExtension(context) },
+            });
+          },
+        }),
+      };
     },
     onExecutionResult({ result, setResult, context }) {
       const ctx = context as unknown as Partial<Context>;
       if (!ctx.call?.showCalls || !result || Symbol.asyncIterator in result) return;
-      const budget = ctx.call.budget;
       setResult({
         ...result,
-        extensions: {
-          ...result.extensions,
-          upstreamCalls: {
-            calls: shownCalls(ctx.upstreamCalls ?? []),
-            ...(budget
-              ? { budget: { used: budget.limit - budget.left, limit: budget.limit } }
-              : {}),
-          },
-        },
+        extensions: { ...result.extensions, ...upstreamCallsExtension(ctx as Context) },
       });
     },
   };
