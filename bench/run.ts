@@ -1,11 +1,25 @@
-// `npm run bench`: the facade against direct REST, each a separate process, measured alternately.
-// The facade is pinned to core 0; the sandbox and this load generator share core 1 (`taskset`),
-// so the ratio compares one core of facade with one core of upstream.
+// `npm run bench`: the facade against the floor (bench/floor.ts, a framework-free reference over
+// the same sandbox) and direct REST, each a separate process, measured alternately in one run.
+// The facade and the floor are pinned to core 0 (one of them is loaded at a time); the sandbox and
+// this load generator share core 1 (`taskset`), so the ratios compare one core with one core.
+//
+// `npm run bench -- --attribution`: instead, the facade with one layer at a time left out
+// (bench/facade-variant.ts), each against the whole facade, for the attribution table of
+// docs/performance.md.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { build, cpuSeconds, peakRssMb, startFacade, startSandbox } from './processes.js';
+import {
+  build,
+  cpuSeconds,
+  peakRssMb,
+  startFacade,
+  startFloor,
+  startSandbox,
+  startVariant,
+} from './processes.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -15,6 +29,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const workersFlag = process.argv.indexOf('--workers');
 const WORKERS = workersFlag > 0 ? Number(process.argv[workersFlag + 1]) : 1;
 if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers takes a whole number');
+const ATTRIBUTION = process.argv.includes('--attribution');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -28,11 +43,14 @@ const scenarios = {
     `{ ${[0, 1, 2].map((i) => `p${i}: repositories(limit: 20, offset: ${i * 20}) { ${PAGE_FIELDS} }`).join(' ')} }`,
   ),
 };
+type Scenario = keyof typeof scenarios;
 
 interface Measured {
   rps: number;
   p50: number;
   p99: number;
+  /** Mean latency in ms. */
+  mean: number;
   errors: number;
   non2xx: number;
   requests: number;
@@ -40,12 +58,19 @@ interface Measured {
   cpuS: number;
 }
 
-/** `servedBy`: the process whose CPU the run is charged to (the sandbox, or the facade). */
-async function load(servedBy: number, url: string, body?: string): Promise<Measured> {
+const load1 = () => Number(loadavg()[0]?.toFixed(2));
+
+/** `servedBy`: the process whose CPU the run is charged to (the sandbox, the floor or the facade). */
+async function load(
+  servedBy: number,
+  url: string,
+  body?: string,
+  connections = CONNECTIONS,
+): Promise<Measured> {
   const cpuBefore = cpuSeconds(servedBy);
   const result = await autocannon({
     url,
-    connections: CONNECTIONS,
+    connections,
     duration: DURATION_S,
     method: body ? 'POST' : 'GET',
     headers: body ? { 'content-type': 'application/json' } : {},
@@ -55,6 +80,7 @@ async function load(servedBy: number, url: string, body?: string): Promise<Measu
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    mean: result.latency.mean,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     requests: result.requests.total,
@@ -74,6 +100,7 @@ const summary = (runs: Measured[]) => ({
   rps: Math.round(average(runs, 'rps')),
   p50: average(runs, 'p50'),
   p99: average(runs, 'p99'),
+  mean: Number(average(runs, 'mean').toFixed(3)),
   errors: average(runs, 'errors') + average(runs, 'non2xx'),
 });
 
@@ -95,76 +122,192 @@ async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string,
   return (counts.counts['GET /git/v1/repo'] ?? 0) / operations;
 }
 
+const warm = (url: string, body: string, seconds: number) =>
+  autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
+
+/**
+ * A process loaded from the moment it is ready: its CPU per request in each second since then,
+ * against the steady state (the mean of the last third of the seconds).
+ */
+async function warmUpCurve(pid: number, url: string, body: string, seconds: number) {
+  let answered = 0;
+  let finished: () => void = () => {};
+  const done = new Promise<void>((resolve) => {
+    finished = resolve;
+  });
+  const instance = autocannon(
+    {
+      url,
+      connections: CONNECTIONS,
+      duration: seconds,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    },
+    () => finished(),
+  );
+  instance.on('response', () => {
+    answered++;
+  });
+  const curve: number[] = [];
+  let [cpu, count] = [cpuSeconds(pid), 0];
+  const timer = setInterval(() => {
+    const [cpuNow, countNow] = [cpuSeconds(pid), answered];
+    curve.push(Math.round((1e6 * (cpuNow - cpu)) / Math.max(1, countNow - count)));
+    [cpu, count] = [cpuNow, countNow];
+  }, 1_000);
+  await done;
+  clearInterval(timer);
+  const tail = curve.slice(Math.floor((curve.length * 2) / 3));
+  const steady = tail.reduce((sum, us) => sum + us, 0) / Math.max(1, tail.length);
+  const first2s = ((curve[0] ?? 0) + (curve[1] ?? 0)) / 2;
+  return {
+    cpuUsPerRequestBySecond: curve,
+    steadyUs: Math.round(steady),
+    first2sUs: Math.round(first2s),
+    first2sToSteady: Number((first2s / steady).toFixed(2)),
+  };
+}
+
 async function main() {
   build();
-  const [sandboxPort, facadePort] = [await freePort(), await freePort()];
+  const [sandboxPort, facadePort, floorPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
   const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
+  const floorUrl = `http://127.0.0.1:${floorPort}/graphql`;
   const children: ChildProcess[] = [];
   try {
     const sandbox = await startSandbox(sandboxPort, { SANDBOX_REPOSITORIES: '1000' });
     children.push(sandbox);
+    if (ATTRIBUTION) {
+      await attribution(sandboxUrl, children);
+      return;
+    }
     // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
     const facade = await startFacade(facadePort, sandboxUrl, {}, WORKERS);
     children.push(facade);
-
-    const calls = {
-      page: await upstreamCallsPerOperation(sandboxUrl, graphqlUrl, scenarios.page),
-      fiveAliases: await upstreamCallsPerOperation(sandboxUrl, graphqlUrl, scenarios.fiveAliases),
-      threeAdjacentPages: await upstreamCallsPerOperation(
-        sandboxUrl,
-        graphqlUrl,
-        scenarios.threeAdjacentPages,
-      ),
+    const floor = await startFloor(floorPort, sandboxUrl);
+    children.push(floor);
+    const servers = {
+      facade: { pid: facade.pid as number, url: graphqlUrl },
+      floor: { pid: floor.pid as number, url: floorUrl },
     };
 
-    // Warm both paths (JIT, pools, caches) before anything is counted.
+    const calls: Record<string, Record<Scenario, number>> = {};
+    for (const [name, server] of Object.entries(servers)) {
+      calls[name] = {
+        page: await upstreamCallsPerOperation(sandboxUrl, server.url, scenarios.page),
+        fiveAliases: await upstreamCallsPerOperation(sandboxUrl, server.url, scenarios.fiveAliases),
+        threeAdjacentPages: await upstreamCallsPerOperation(
+          sandboxUrl,
+          server.url,
+          scenarios.threeAdjacentPages,
+        ),
+      };
+    }
+
+    // Warm every path (JIT, pools, caches) before anything is counted.
     await autocannon({
       url: `${sandboxUrl}/git/v1/repo?limit=20`,
       connections: CONNECTIONS,
       duration: 1,
     });
-    await autocannon({
-      url: graphqlUrl,
-      connections: CONNECTIONS,
-      duration: 10,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: scenarios.page,
-    });
+    await warm(graphqlUrl, scenarios.page, 10);
+    await warm(floorUrl, scenarios.page, 5);
 
-    const runs: Record<string, Measured[]> = {
-      direct: [],
-      page: [],
-      fiveAliases: [],
-      threeAdjacentPages: [],
+    const loadAverages: number[] = [load1()];
+    const runs: Record<string, Measured[]> = {};
+    const add = (key: string, measured: Measured) => {
+      runs[key] ??= [];
+      runs[key].push(measured);
     };
     for (let round = 0; round < ROUNDS; round++) {
-      runs.direct?.push(await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
-      runs.page?.push(await load(facade.pid as number, graphqlUrl, scenarios.page));
+      add('direct', await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
+      add('floor page', await load(servers.floor.pid, floorUrl, scenarios.page));
+      add('facade page', await load(servers.facade.pid, graphqlUrl, scenarios.page));
+      loadAverages.push(load1());
     }
-    runs.fiveAliases?.push(await load(facade.pid as number, graphqlUrl, scenarios.fiveAliases));
-    runs.threeAdjacentPages?.push(
-      await load(facade.pid as number, graphqlUrl, scenarios.threeAdjacentPages),
+    for (const scenario of ['fiveAliases', 'threeAdjacentPages'] as const) {
+      add(`floor ${scenario}`, await load(servers.floor.pid, floorUrl, scenarios[scenario]));
+      add(`facade ${scenario}`, await load(servers.facade.pid, graphqlUrl, scenarios[scenario]));
+    }
+    loadAverages.push(load1());
+    // One client, one request after another: the round trip, not the throughput.
+    add(
+      'direct round trip',
+      await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`, undefined, 1),
     );
+    add('floor round trip', await load(servers.floor.pid, floorUrl, scenarios.page, 1));
+    add('facade round trip', await load(servers.facade.pid, graphqlUrl, scenarios.page, 1));
+    loadAverages.push(load1());
 
-    const direct = summary(runs.direct ?? []);
-    const rows = Object.entries(runs).map(([name, measured]) => {
-      const s = summary(measured);
+    const s = Object.fromEntries(Object.entries(runs).map(([key, m]) => [key, summary(m)]));
+    const direct = s.direct as ReturnType<typeof summary>;
+    const ratio = (a: number, b: number | undefined) => Number((a / (b ?? Number.NaN)).toFixed(3));
+    const rows = Object.entries(s).map(([key, one]) => {
+      const [server, scenario] = key.split(' ') as [string, string, string?];
+      const roundTrip = key.endsWith('round trip');
+      const floorKey = roundTrip ? 'floor round trip' : `floor ${scenario}`;
+      const directKey = roundTrip ? 'direct round trip' : 'direct';
       return {
-        scenario: name,
-        rps: s.rps,
-        ratioToDirect: Number((s.rps / direct.rps).toFixed(3)),
-        p50Ms: s.p50,
-        p99Ms: s.p99,
-        errors: s.errors,
-        upstreamCallsPerOp: name === 'direct' ? 1 : calls[name as keyof typeof calls],
-        cpuUsPerRequest: s.cpuUsPerRequest,
-        // Requests one core of the serving process can answer, and that against the sandbox's.
-        perCoreRps: Math.round(1e6 / s.cpuUsPerRequest),
-        perCoreRatio: Number((direct.cpuUsPerRequest / s.cpuUsPerRequest).toFixed(3)),
+        server,
+        scenario: roundTrip
+          ? 'round trip (1 connection)'
+          : server === 'direct'
+            ? 'GET page'
+            : scenario,
+        rps: one.rps,
+        ofFloor: server === 'direct' ? null : ratio(one.rps, s[floorKey]?.rps),
+        ofDirect: ratio(one.rps, s[directKey]?.rps),
+        meanMs: one.mean,
+        meanOfFloor: roundTrip && server !== 'direct' ? ratio(one.mean, s[floorKey]?.mean) : null,
+        p50Ms: one.p50,
+        p99Ms: one.p99,
+        errors: one.errors,
+        callsPerOp:
+          server === 'direct' ? 1 : (calls[server]?.[(scenario ?? 'page') as Scenario] ?? 1),
+        cpuUsPerReq: one.cpuUsPerRequest,
+        cpuOfFloor:
+          server === 'direct' ? null : ratio(one.cpuUsPerRequest, s[floorKey]?.cpuUsPerRequest),
       };
     });
+    const rss = {
+      facadePeakRssMb: peakRssMb(servers.facade.pid),
+      floorPeakRssMb: peakRssMb(servers.floor.pid),
+    };
+    console.table(rows);
+    console.log(
+      `peak RSS: facade ${rss.facadePeakRssMb} MB, floor ${rss.floorPeakRssMb} MB (${ratio(rss.facadePeakRssMb, rss.floorPeakRssMb)}x)`,
+    );
+
+    // A fresh facade, loaded from the moment it is ready: the cost of its first seconds.
+    facade.kill('SIGTERM');
+    const freshPort = await freePort();
+    const fresh = await startFacade(freshPort, sandboxUrl, {}, WORKERS);
+    children.push(fresh);
+    const curve = await warmUpCurve(
+      fresh.pid as number,
+      `http://127.0.0.1:${freshPort}/graphql`,
+      scenarios.page,
+      Number(process.env.BENCH_WARMUP_CURVE_S ?? 12),
+    );
+    loadAverages.push(load1());
+    console.log(
+      `warm-up: CPU µs per page request by second since ready: ${curve.cpuUsPerRequestBySecond.join(', ')}; ` +
+        `first 2 s ${curve.first2sUs} µs = ${curve.first2sToSteady}x the steady ${curve.steadyUs} µs`,
+    );
+    console.log(`load average (1 min) during the run: ${loadAverages.join(', ')}`);
     const results = {
       date: new Date().toISOString(),
       node: process.version,
@@ -172,11 +315,11 @@ async function main() {
       durationS: DURATION_S,
       rounds: ROUNDS,
       workers: WORKERS,
-      facadePeakRssMb: peakRssMb(facade.pid as number),
+      loadAverages,
+      ...rss,
       rows,
+      warmUp: curve,
     };
-    console.table(rows);
-    console.log(`facade peak RSS: ${results.facadePeakRssMb} MB`);
     writeFileSync(
       new URL('./results.json', import.meta.url),
       `${JSON.stringify(results, null, 2)}\n`,
@@ -184,11 +327,66 @@ async function main() {
     if (direct.rps < 20_000)
       console.warn(
         `warning: direct baseline ${direct.rps} req/s is under 20,000 (autocannon shares the sandbox's core); ` +
-          `the sandbox alone serves ${Math.round(1e6 / direct.cpuUsPerRequest)} per CPU-second, which perCoreRatio compares against`,
+          `the sandbox alone serves ${Math.round(1e6 / direct.cpuUsPerRequest)} per CPU-second`,
       );
   } finally {
     for (const child of children) child.kill('SIGTERM');
   }
+}
+
+// Each layer the attribution table names, as bench/facade-variant.ts leaves it out ('rateLimit'
+// is main.ts's rate limiter, not one of createApp's plugins).
+const LAYERS = [
+  'requestLog',
+  'metrics',
+  'cacheControl',
+  'readiness',
+  'csrf',
+  'rateLimit',
+  'bodySize',
+  'mediaType',
+  'limits',
+  'operationTypes',
+  'listLimits',
+  'cost',
+  'upstreamCalls',
+  'jit',
+  'parseCache',
+];
+
+/**
+ * CPU per page request of the whole facade and of the facade without each layer, measured in
+ * alternation with the whole one (whole, variant, whole, ...) so that a change of the machine's
+ * load shows up in both.
+ */
+async function attribution(sandboxUrl: string, children: ChildProcess[]) {
+  const only = process.env.BENCH_LAYERS?.split(',').filter(Boolean);
+  const measure = async (omit: string[]) => {
+    const port = await freePort();
+    const child = await startVariant(port, sandboxUrl, omit);
+    children.push(child);
+    const url = `http://127.0.0.1:${port}/graphql`;
+    await warm(url, scenarios.page, 5);
+    const measured = await load(child.pid as number, url, scenarios.page);
+    child.kill('SIGTERM');
+    return summary([measured]);
+  };
+  const rows = [];
+  for (const layer of only ?? LAYERS) {
+    const whole = await measure([]);
+    const without = await measure([layer]);
+    rows.push({
+      without: layer,
+      wholeCpuUs: whole.cpuUsPerRequest,
+      withoutCpuUs: without.cpuUsPerRequest,
+      layerCpuUs: whole.cpuUsPerRequest - without.cpuUsPerRequest,
+      wholeRps: whole.rps,
+      withoutRps: without.rps,
+      load: load1(),
+    });
+    console.log(rows.at(-1));
+  }
+  console.table(rows);
 }
 
 await main();
