@@ -13,6 +13,7 @@ import { createMetrics } from './observability/metrics.js';
 import type { Tracing } from './observability/tracing.js';
 import { createRateLimiter, type RateLimiter } from './plugins/request/use-rate-limit.js';
 import { UpstreamClient } from './upstream/client.js';
+import { warmUp } from './warm-up.js';
 
 /**
  * A start-up failure the operator can act on: the message names the variable to change. Before
@@ -182,6 +183,9 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     metricsSource: link?.metrics,
     tracing,
   });
+
+  // Before listening, so before readiness: the first seconds under load cost what later ones do.
+  await warmUp(config);
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.
