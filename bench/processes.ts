@@ -88,29 +88,6 @@ export function startFloor(port: number, upstreamUrl: string): Promise<ChildProc
   );
 }
 
-/**
- * The facade with the layers in `omit` left out (bench/facade-variant.ts, compiled), on core 0 with
- * the facade's production settings: what the attribution run compares.
- */
-export function startVariant(
-  port: number,
-  upstreamUrl: string,
-  omit: readonly string[],
-): Promise<ChildProcess> {
-  return start(
-    '0',
-    'dist/bench/facade-variant.js',
-    {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      UPSTREAM_URL: upstreamUrl,
-      NODE_ENV: 'production',
-      BENCH_OMIT: omit.join(','),
-    },
-    `http://127.0.0.1:${port}/health`,
-  );
-}
-
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
 /** A process and its descendants (a cluster primary and its workers), from /proc. */

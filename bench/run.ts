@@ -3,9 +3,8 @@
 // The facade and the floor are pinned to core 0 (one of them is loaded at a time); the sandbox and
 // this load generator share core 1 (`taskset`), so the ratios compare one core with one core.
 //
-// `npm run bench -- --attribution`: instead, the facade with one layer at a time left out
-// (bench/facade-variant.ts), each against the whole facade, for the attribution table of
-// docs/performance.md.
+// `npm run bench -- --attribution`: instead, bench/attribution.ts, the facade's CPU per request
+// with one layer at a time left out, for the attribution table of docs/performance.md.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -15,10 +14,10 @@ import {
   build,
   cpuSeconds,
   peakRssMb,
+  root,
   startFacade,
   startFloor,
   startSandbox,
-  startVariant,
 } from './processes.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -30,6 +29,8 @@ const workersFlag = process.argv.indexOf('--workers');
 const WORKERS = workersFlag > 0 ? Number(process.argv[workersFlag + 1]) : 1;
 if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers takes a whole number');
 const ATTRIBUTION = process.argv.includes('--attribution');
+// `npm run bench -- --warm-up`: only the warm-up curves of a fresh facade and a fresh floor.
+const WARM_UP_ONLY = process.argv.includes('--warm-up');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -191,7 +192,11 @@ async function main() {
     const sandbox = await startSandbox(sandboxPort, { SANDBOX_REPOSITORIES: '1000' });
     children.push(sandbox);
     if (ATTRIBUTION) {
-      await attribution(sandboxUrl, children);
+      await attribution(sandboxUrl);
+      return;
+    }
+    if (WARM_UP_ONLY) {
+      await warmUpCurves(sandboxUrl, children);
       return;
     }
     // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
@@ -291,22 +296,10 @@ async function main() {
       `peak RSS: facade ${rss.facadePeakRssMb} MB, floor ${rss.floorPeakRssMb} MB (${ratio(rss.facadePeakRssMb, rss.floorPeakRssMb)}x)`,
     );
 
-    // A fresh facade, loaded from the moment it is ready: the cost of its first seconds.
     facade.kill('SIGTERM');
-    const freshPort = await freePort();
-    const fresh = await startFacade(freshPort, sandboxUrl, {}, WORKERS);
-    children.push(fresh);
-    const curve = await warmUpCurve(
-      fresh.pid as number,
-      `http://127.0.0.1:${freshPort}/graphql`,
-      scenarios.page,
-      Number(process.env.BENCH_WARMUP_CURVE_S ?? 12),
-    );
+    floor.kill('SIGTERM');
+    const curves = await warmUpCurves(sandboxUrl, children);
     loadAverages.push(load1());
-    console.log(
-      `warm-up: CPU µs per page request by second since ready: ${curve.cpuUsPerRequestBySecond.join(', ')}; ` +
-        `first 2 s ${curve.first2sUs} µs = ${curve.first2sToSteady}x the steady ${curve.steadyUs} µs`,
-    );
     console.log(`load average (1 min) during the run: ${loadAverages.join(', ')}`);
     const results = {
       date: new Date().toISOString(),
@@ -318,7 +311,7 @@ async function main() {
       loadAverages,
       ...rss,
       rows,
-      warmUp: curve,
+      warmUp: curves,
     };
     writeFileSync(
       new URL('./results.json', import.meta.url),
@@ -334,59 +327,45 @@ async function main() {
   }
 }
 
-// Each layer the attribution table names, as bench/facade-variant.ts leaves it out ('rateLimit'
-// is main.ts's rate limiter, not one of createApp's plugins).
-const LAYERS = [
-  'requestLog',
-  'metrics',
-  'cacheControl',
-  'readiness',
-  'csrf',
-  'rateLimit',
-  'bodySize',
-  'mediaType',
-  'limits',
-  'operationTypes',
-  'listLimits',
-  'cost',
-  'upstreamCalls',
-  'jit',
-  'parseCache',
-];
-
 /**
- * CPU per page request of the whole facade and of the facade without each layer, measured in
- * alternation with the whole one (whole, variant, whole, ...) so that a change of the machine's
- * load shows up in both.
+ * A fresh facade, then a fresh floor, each loaded from the moment it is ready: the cost of its
+ * first seconds against its steady state. The floor's curve shows what of that is the machine's
+ * (a cold load generator and sandbox, a young heap) rather than the facade's.
  */
-async function attribution(sandboxUrl: string, children: ChildProcess[]) {
-  const only = process.env.BENCH_LAYERS?.split(',').filter(Boolean);
-  const measure = async (omit: string[]) => {
+async function warmUpCurves(sandboxUrl: string, children: ChildProcess[]) {
+  const seconds = Number(process.env.BENCH_WARMUP_CURVE_S ?? 12);
+  const curves: Record<string, Awaited<ReturnType<typeof warmUpCurve>>> = {};
+  for (const name of ['facade', 'floor'] as const) {
     const port = await freePort();
-    const child = await startVariant(port, sandboxUrl, omit);
-    children.push(child);
-    const url = `http://127.0.0.1:${port}/graphql`;
-    await warm(url, scenarios.page, 5);
-    const measured = await load(child.pid as number, url, scenarios.page);
-    child.kill('SIGTERM');
-    return summary([measured]);
-  };
-  const rows = [];
-  for (const layer of only ?? LAYERS) {
-    const whole = await measure([]);
-    const without = await measure([layer]);
-    rows.push({
-      without: layer,
-      wholeCpuUs: whole.cpuUsPerRequest,
-      withoutCpuUs: without.cpuUsPerRequest,
-      layerCpuUs: whole.cpuUsPerRequest - without.cpuUsPerRequest,
-      wholeRps: whole.rps,
-      withoutRps: without.rps,
-      load: load1(),
-    });
-    console.log(rows.at(-1));
+    const fresh =
+      name === 'facade'
+        ? await startFacade(port, sandboxUrl, {}, WORKERS)
+        : await startFloor(port, sandboxUrl);
+    children.push(fresh);
+    const curve = await warmUpCurve(
+      fresh.pid as number,
+      `http://127.0.0.1:${port}/graphql`,
+      scenarios.page,
+      seconds,
+    );
+    fresh.kill('SIGTERM');
+    curves[name] = curve;
+    console.log(
+      `warm-up, ${name}: CPU µs per page request by second since ready: ${curve.cpuUsPerRequestBySecond.join(', ')}; ` +
+        `first 2 s ${curve.first2sUs} µs = ${curve.first2sToSteady}x the steady ${curve.steadyUs} µs`,
+    );
   }
-  console.table(rows);
+  return curves;
+}
+
+/** bench/attribution.ts on core 0, in front of the sandbox this run started on core 1. */
+async function attribution(sandboxUrl: string) {
+  const { execFileSync } = await import('node:child_process');
+  execFileSync(
+    'taskset',
+    ['-c', '0', process.execPath, '--import', 'tsx', 'bench/attribution.ts', sandboxUrl],
+    { cwd: root, stdio: 'inherit' },
+  );
 }
 
 await main();
