@@ -45,7 +45,7 @@ export interface AppDeps {
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
   tracing?: Tracing | undefined;
   /**
-   * Benchmark only (bench/facade-variant.ts): layers left out to measure what each costs. Never
+   * Benchmark only (bench/attribution.ts): layers left out to measure what each costs. Never
    * set by main.ts or read from the environment; a production app has every layer.
    */
   omit?: ReadonlySet<Layer> | undefined;
