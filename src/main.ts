@@ -185,7 +185,14 @@ async function start(config: Config, logger: Logger): Promise<Started> {
   });
 
   // Before listening, so before readiness: the first seconds under load cost what later ones do.
-  await warmUp(config);
+  // Production only: in development it would only delay every start and every replaced worker.
+  if (config.production) {
+    const { failed } = await warmUp(config).catch((error: unknown) => {
+      logger.warn({ err: error }, 'warm-up failed; serving without it');
+      return { failed: 0 };
+    });
+    if (failed > 0) logger.warn({ failed }, 'warm-up: some operations failed');
+  }
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.

@@ -40,14 +40,20 @@ export async function warmUp(config: Config): Promise<{ requests: number; failed
   const worker = async () => {
     while (sent < WARM_UP_REQUESTS && Date.now() < deadline) {
       const body = OPERATIONS[sent++ % OPERATIONS.length] as string;
-      const response = await pool.request({
-        method: 'POST',
-        path: '/graphql',
-        headers: { 'content-type': 'application/json' },
-        body,
-      });
-      const text = await response.body.text();
-      if (response.statusCode !== 200 || text.includes('"errors"')) failed++;
+      // A warm-up request that fails (a loopback socket closed under it, say) is counted, never
+      // thrown: warming is an optimisation and must not keep the process from starting.
+      try {
+        const response = await pool.request({
+          method: 'POST',
+          path: '/graphql',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        const text = await response.body.text();
+        if (response.statusCode !== 200 || text.includes('"errors"')) failed++;
+      } catch {
+        failed++;
+      }
     }
   };
   try {
