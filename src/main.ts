@@ -184,7 +184,8 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     tracing,
   });
 
-  // Before listening, so before readiness: the first seconds under load cost what later ones do.
+  // Before listening, so before readiness: the request path is compiled before the first client
+  // request rather than during the first seconds of load. It must never call the upstream.
   // Production only: in development it would only delay every start and every replaced worker.
   if (config.production) {
     const { failed } = await warmUp(config).catch((error: unknown) => {
