@@ -78,6 +78,16 @@ export function startFacade(
   );
 }
 
+/** The floor (bench/floor.ts, compiled) on core 0, where the facade runs, in front of `upstreamUrl`. */
+export function startFloor(port: number, upstreamUrl: string): Promise<ChildProcess> {
+  return start(
+    '0',
+    'dist/bench/floor.js',
+    { PORT: String(port), UPSTREAM_URL: upstreamUrl },
+    `http://127.0.0.1:${port}/health`,
+  );
+}
+
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
 /** A process and its descendants (a cluster primary and its workers), from /proc. */

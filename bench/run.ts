@@ -1,11 +1,24 @@
-// `npm run bench`: the facade against direct REST, each a separate process, measured alternately.
-// The facade is pinned to core 0; the sandbox and this load generator share core 1 (`taskset`),
-// so the ratio compares one core of facade with one core of upstream.
+// `npm run bench`: the facade against the floor (bench/floor.ts, a framework-free reference over
+// the same sandbox) and direct REST, each a separate process, measured alternately in one run.
+// The facade and the floor are pinned to core 0 (one of them is loaded at a time); the sandbox and
+// this load generator share core 1 (`taskset`), so the ratios compare one core with one core.
+//
+// `npm run bench -- --attribution`: instead, bench/attribution.ts, the facade's CPU per request
+// with one layer at a time left out, for the attribution table of docs/performance.md.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { build, cpuSeconds, peakRssMb, startFacade, startSandbox } from './processes.js';
+import {
+  build,
+  cpuSeconds,
+  peakRssMb,
+  root,
+  startFacade,
+  startFloor,
+  startSandbox,
+} from './processes.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -15,6 +28,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const workersFlag = process.argv.indexOf('--workers');
 const WORKERS = workersFlag > 0 ? Number(process.argv[workersFlag + 1]) : 1;
 if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers takes a whole number');
+const ATTRIBUTION = process.argv.includes('--attribution');
+// `npm run bench -- --warm-up`: only the warm-up curves of a fresh facade and a fresh floor.
+const WARM_UP_ONLY = process.argv.includes('--warm-up');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -28,11 +44,14 @@ const scenarios = {
     `{ ${[0, 1, 2].map((i) => `p${i}: repositories(limit: 20, offset: ${i * 20}) { ${PAGE_FIELDS} }`).join(' ')} }`,
   ),
 };
+type Scenario = keyof typeof scenarios;
 
 interface Measured {
   rps: number;
   p50: number;
   p99: number;
+  /** Mean latency in ms. */
+  mean: number;
   errors: number;
   non2xx: number;
   requests: number;
@@ -42,17 +61,20 @@ interface Measured {
   bytes: number;
 }
 
-/** `servedBy`: the process whose CPU the run is charged to (the sandbox, or the facade). */
+const load1 = () => Number(loadavg()[0]?.toFixed(2));
+
+/** `servedBy`: the process whose CPU the run is charged to (the sandbox, the floor or the facade). */
 async function load(
   servedBy: number,
   url: string,
   body?: string,
+  connections = CONNECTIONS,
   headers: Record<string, string> = {},
 ): Promise<Measured> {
   const cpuBefore = cpuSeconds(servedBy);
   const result = await autocannon({
     url,
-    connections: CONNECTIONS,
+    connections,
     duration: DURATION_S,
     method: body ? 'POST' : 'GET',
     headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
@@ -62,6 +84,7 @@ async function load(
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    mean: result.latency.mean,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     requests: result.requests.total,
@@ -82,6 +105,7 @@ const summary = (runs: Measured[]) => ({
   rps: Math.round(average(runs, 'rps')),
   p50: average(runs, 'p50'),
   p99: average(runs, 'p99'),
+  mean: Number(average(runs, 'mean').toFixed(3)),
   errors: average(runs, 'errors') + average(runs, 'non2xx'),
   bytesPerResponse: Math.round(
     runs.reduce((sum, run) => sum + run.bytes, 0) /
@@ -107,87 +131,194 @@ async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string,
   return (counts.counts['GET /git/v1/repo'] ?? 0) / operations;
 }
 
+const warm = (url: string, body: string, seconds: number) =>
+  autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
+
+/**
+ * A process loaded from the moment it is ready: its CPU per request in each second since then,
+ * against the steady state (the mean of the last third of the seconds).
+ */
+async function warmUpCurve(pid: number, url: string, body: string, seconds: number) {
+  let answered = 0;
+  let finished: () => void = () => {};
+  const done = new Promise<void>((resolve) => {
+    finished = resolve;
+  });
+  const instance = autocannon(
+    {
+      url,
+      connections: CONNECTIONS,
+      duration: seconds,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    },
+    () => finished(),
+  );
+  instance.on('response', () => {
+    answered++;
+  });
+  const curve: number[] = [];
+  let [cpu, count] = [cpuSeconds(pid), 0];
+  const timer = setInterval(() => {
+    const [cpuNow, countNow] = [cpuSeconds(pid), answered];
+    curve.push(Math.round((1e6 * (cpuNow - cpu)) / Math.max(1, countNow - count)));
+    [cpu, count] = [cpuNow, countNow];
+  }, 1_000);
+  await done;
+  clearInterval(timer);
+  const tail = curve.slice(Math.floor((curve.length * 2) / 3));
+  const steady = tail.reduce((sum, us) => sum + us, 0) / Math.max(1, tail.length);
+  const first2s = ((curve[0] ?? 0) + (curve[1] ?? 0)) / 2;
+  return {
+    cpuUsPerRequestBySecond: curve,
+    steadyUs: Math.round(steady),
+    first2sUs: Math.round(first2s),
+    first2sToSteady: Number((first2s / steady).toFixed(2)),
+  };
+}
+
 async function main() {
   build();
-  const [sandboxPort, facadePort] = [await freePort(), await freePort()];
+  const [sandboxPort, facadePort, floorPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
   const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
+  const floorUrl = `http://127.0.0.1:${floorPort}/graphql`;
   const children: ChildProcess[] = [];
   try {
     const sandbox = await startSandbox(sandboxPort, { SANDBOX_REPOSITORIES: '1000' });
     children.push(sandbox);
+    if (ATTRIBUTION) {
+      await attribution(sandboxUrl);
+      return;
+    }
+    if (WARM_UP_ONLY) {
+      await warmUpCurves(sandboxUrl, children);
+      return;
+    }
     // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
     const facade = await startFacade(facadePort, sandboxUrl, {}, WORKERS);
     children.push(facade);
-
-    const calls = {
-      page: await upstreamCallsPerOperation(sandboxUrl, graphqlUrl, scenarios.page),
-      fiveAliases: await upstreamCallsPerOperation(sandboxUrl, graphqlUrl, scenarios.fiveAliases),
-      threeAdjacentPages: await upstreamCallsPerOperation(
-        sandboxUrl,
-        graphqlUrl,
-        scenarios.threeAdjacentPages,
-      ),
+    const floor = await startFloor(floorPort, sandboxUrl);
+    children.push(floor);
+    const servers = {
+      facade: { pid: facade.pid as number, url: graphqlUrl },
+      floor: { pid: floor.pid as number, url: floorUrl },
     };
 
-    // Warm both paths (JIT, pools, caches) before anything is counted.
+    const calls: Record<string, Record<Scenario, number>> = {};
+    for (const [name, server] of Object.entries(servers)) {
+      calls[name] = {
+        page: await upstreamCallsPerOperation(sandboxUrl, server.url, scenarios.page),
+        fiveAliases: await upstreamCallsPerOperation(sandboxUrl, server.url, scenarios.fiveAliases),
+        threeAdjacentPages: await upstreamCallsPerOperation(
+          sandboxUrl,
+          server.url,
+          scenarios.threeAdjacentPages,
+        ),
+      };
+    }
+
+    // Warm every path (JIT, pools, caches) before anything is counted.
     await autocannon({
       url: `${sandboxUrl}/git/v1/repo?limit=20`,
       connections: CONNECTIONS,
       duration: 1,
     });
-    await autocannon({
-      url: graphqlUrl,
-      connections: CONNECTIONS,
-      duration: 10,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: scenarios.page,
-    });
+    await warm(graphqlUrl, scenarios.page, 10);
+    await warm(floorUrl, scenarios.page, 5);
 
-    const runs: Record<string, Measured[]> = {
-      direct: [],
-      page: [],
-      fiveAliases: [],
-      threeAdjacentPages: [],
-      pageGzip: [],
-      pageBr: [],
+    const loadAverages: number[] = [load1()];
+    const runs: Record<string, Measured[]> = {};
+    const add = (key: string, measured: Measured) => {
+      runs[key] ??= [];
+      runs[key].push(measured);
     };
     for (let round = 0; round < ROUNDS; round++) {
-      runs.direct?.push(await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
-      runs.page?.push(await load(facade.pid as number, graphqlUrl, scenarios.page));
+      add('direct', await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
+      add('floor page', await load(servers.floor.pid, floorUrl, scenarios.page));
+      add('facade page', await load(servers.facade.pid, graphqlUrl, scenarios.page));
+      loadAverages.push(load1());
     }
-    runs.fiveAliases?.push(await load(facade.pid as number, graphqlUrl, scenarios.fiveAliases));
-    runs.threeAdjacentPages?.push(
-      await load(facade.pid as number, graphqlUrl, scenarios.threeAdjacentPages),
+    for (const scenario of ['fiveAliases', 'threeAdjacentPages'] as const) {
+      add(`floor ${scenario}`, await load(servers.floor.pid, floorUrl, scenarios[scenario]));
+      add(`facade ${scenario}`, await load(servers.facade.pid, graphqlUrl, scenarios[scenario]));
+    }
+    loadAverages.push(load1());
+    // One client, one request after another: the round trip, not the throughput.
+    add(
+      'direct round trip',
+      await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`, undefined, 1),
     );
+    add('floor round trip', await load(servers.floor.pid, floorUrl, scenarios.page, 1));
+    add('facade round trip', await load(servers.facade.pid, graphqlUrl, scenarios.page, 1));
+    loadAverages.push(load1());
     // The page again, compressed: what the bytes saved cost the facade in CPU.
-    runs.pageGzip?.push(
-      await load(facade.pid as number, graphqlUrl, scenarios.page, { 'accept-encoding': 'gzip' }),
-    );
-    runs.pageBr?.push(
-      await load(facade.pid as number, graphqlUrl, scenarios.page, { 'accept-encoding': 'br' }),
-    );
+    for (const encoding of ['gzip', 'br']) {
+      add(
+        `facade page-${encoding}`,
+        await load(servers.facade.pid, graphqlUrl, scenarios.page, CONNECTIONS, {
+          'accept-encoding': encoding,
+        }),
+      );
+    }
 
-    const direct = summary(runs.direct ?? []);
-    const rows = Object.entries(runs).map(([name, measured]) => {
-      const s = summary(measured);
+    const s = Object.fromEntries(Object.entries(runs).map(([key, m]) => [key, summary(m)]));
+    const direct = s.direct as ReturnType<typeof summary>;
+    const ratio = (a: number, b: number | undefined) => Number((a / (b ?? Number.NaN)).toFixed(3));
+    const rows = Object.entries(s).map(([key, one]) => {
+      const [server, scenario] = key.split(' ') as [string, string, string?];
+      const roundTrip = key.endsWith('round trip');
+      const floorKey = roundTrip ? 'floor round trip' : `floor ${scenario?.split('-')[0]}`;
+      const directKey = roundTrip ? 'direct round trip' : 'direct';
       return {
-        scenario: name,
-        rps: s.rps,
-        ratioToDirect: Number((s.rps / direct.rps).toFixed(3)),
-        p50Ms: s.p50,
-        p99Ms: s.p99,
-        errors: s.errors,
-        upstreamCallsPerOp:
-          name === 'direct' ? 1 : (calls[name as keyof typeof calls] ?? calls.page),
-        bytesPerResponse: s.bytesPerResponse,
-        cpuUsPerRequest: s.cpuUsPerRequest,
-        // Requests one core of the serving process can answer, and that against the sandbox's.
-        perCoreRps: Math.round(1e6 / s.cpuUsPerRequest),
-        perCoreRatio: Number((direct.cpuUsPerRequest / s.cpuUsPerRequest).toFixed(3)),
+        server,
+        scenario: roundTrip
+          ? 'round trip (1 connection)'
+          : server === 'direct'
+            ? 'GET page'
+            : scenario,
+        rps: one.rps,
+        ofFloor: server === 'direct' ? null : ratio(one.rps, s[floorKey]?.rps),
+        ofDirect: ratio(one.rps, s[directKey]?.rps),
+        meanMs: one.mean,
+        meanOfFloor: roundTrip && server !== 'direct' ? ratio(one.mean, s[floorKey]?.mean) : null,
+        p50Ms: one.p50,
+        p99Ms: one.p99,
+        errors: one.errors,
+        callsPerOp:
+          server === 'direct' ? 1 : (calls[server]?.[(scenario ?? 'page') as Scenario] ?? 1),
+        cpuUsPerReq: one.cpuUsPerRequest,
+        cpuOfFloor:
+          server === 'direct' ? null : ratio(one.cpuUsPerRequest, s[floorKey]?.cpuUsPerRequest),
+        bytesPerResponse: one.bytesPerResponse,
       };
     });
+    const rss = {
+      facadePeakRssMb: peakRssMb(servers.facade.pid),
+      floorPeakRssMb: peakRssMb(servers.floor.pid),
+    };
+    console.table(rows);
+    console.log(
+      `peak RSS: facade ${rss.facadePeakRssMb} MB, floor ${rss.floorPeakRssMb} MB (${ratio(rss.facadePeakRssMb, rss.floorPeakRssMb)}x)`,
+    );
+
+    facade.kill('SIGTERM');
+    floor.kill('SIGTERM');
+    const curves = await warmUpCurves(sandboxUrl, children);
+    loadAverages.push(load1());
+    console.log(`load average (1 min) during the run: ${loadAverages.join(', ')}`);
     const results = {
       date: new Date().toISOString(),
       node: process.version,
@@ -195,11 +326,11 @@ async function main() {
       durationS: DURATION_S,
       rounds: ROUNDS,
       workers: WORKERS,
-      facadePeakRssMb: peakRssMb(facade.pid as number),
+      loadAverages,
+      ...rss,
       rows,
+      warmUp: curves,
     };
-    console.table(rows);
-    console.log(`facade peak RSS: ${results.facadePeakRssMb} MB`);
     writeFileSync(
       new URL('./results.json', import.meta.url),
       `${JSON.stringify(results, null, 2)}\n`,
@@ -207,11 +338,52 @@ async function main() {
     if (direct.rps < 20_000)
       console.warn(
         `warning: direct baseline ${direct.rps} req/s is under 20,000 (autocannon shares the sandbox's core); ` +
-          `the sandbox alone serves ${Math.round(1e6 / direct.cpuUsPerRequest)} per CPU-second, which perCoreRatio compares against`,
+          `the sandbox alone serves ${Math.round(1e6 / direct.cpuUsPerRequest)} per CPU-second`,
       );
   } finally {
     for (const child of children) child.kill('SIGTERM');
   }
+}
+
+/**
+ * A fresh facade, then a fresh floor, each loaded from the moment it is ready: the cost of its
+ * first seconds against its steady state. The floor's curve shows what of that is the machine's
+ * (a cold load generator and sandbox, a young heap) rather than the facade's.
+ */
+async function warmUpCurves(sandboxUrl: string, children: ChildProcess[]) {
+  const seconds = Number(process.env.BENCH_WARMUP_CURVE_S ?? 12);
+  const curves: Record<string, Awaited<ReturnType<typeof warmUpCurve>>> = {};
+  for (const name of ['facade', 'floor'] as const) {
+    const port = await freePort();
+    const fresh =
+      name === 'facade'
+        ? await startFacade(port, sandboxUrl, {}, WORKERS)
+        : await startFloor(port, sandboxUrl);
+    children.push(fresh);
+    const curve = await warmUpCurve(
+      fresh.pid as number,
+      `http://127.0.0.1:${port}/graphql`,
+      scenarios.page,
+      seconds,
+    );
+    fresh.kill('SIGTERM');
+    curves[name] = curve;
+    console.log(
+      `warm-up, ${name}: CPU µs per page request by second since ready: ${curve.cpuUsPerRequestBySecond.join(', ')}; ` +
+        `first 2 s ${curve.first2sUs} µs = ${curve.first2sToSteady}x the steady ${curve.steadyUs} µs`,
+    );
+  }
+  return curves;
+}
+
+/** bench/attribution.ts on core 0, in front of the sandbox this run started on core 1. */
+async function attribution(sandboxUrl: string) {
+  const { execFileSync } = await import('node:child_process');
+  execFileSync(
+    'taskset',
+    ['-c', '0', process.execPath, '--import', 'tsx', 'bench/attribution.ts', sandboxUrl],
+    { cwd: root, stdio: 'inherit' },
+  );
 }
 
 await main();

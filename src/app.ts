@@ -53,7 +53,29 @@ export interface AppDeps {
   metricsSource?: MetricsSource | undefined;
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
   tracing?: Tracing | undefined;
+  /**
+   * Benchmark only (bench/attribution.ts): layers left out to measure what each costs. Never
+   * set by main.ts or read from the environment; a production app has every layer.
+   */
+  omit?: ReadonlySet<Layer> | undefined;
 }
+
+/** The layers a benchmark may leave out (docs/performance.md, the attribution table). */
+export type Layer =
+  | 'requestLog'
+  | 'cacheControl'
+  | 'metrics'
+  | 'readiness'
+  | 'csrf'
+  | 'bodySize'
+  | 'mediaType'
+  | 'limits'
+  | 'operationTypes'
+  | 'listLimits'
+  | 'cost'
+  | 'jit'
+  | 'upstreamCalls'
+  | 'parseCache';
 
 /** The routes the facade answers; everything else is 404. */
 export const PATHS = {
@@ -78,7 +100,9 @@ export function createApp({
     contentType: metrics.registry.contentType,
   }),
   tracing,
+  omit,
 }: AppDeps) {
+  const layer = (name: Layer, ...plugins: Plugin[]) => (omit?.has(name) ? [] : plugins);
   const log = logger ?? silentLogger();
   const serviceKeyClients =
     config.upstream.apiKey && config.clientTokens?.length
@@ -93,17 +117,20 @@ export function createApp({
   // before the body is read; the document limits run before any resolver or upstream call.
   const plugins: Plugin[] = [
     // Around the whole request: its log line, metrics and response headers.
-    useRequestLog({
-      logger: log,
-      metrics,
-      probePaths: [PATHS.health, PATHS.readiness, PATHS.metrics],
-    }),
-    useCacheControl(),
+    ...layer(
+      'requestLog',
+      useRequestLog({
+        logger: log,
+        metrics,
+        probePaths: [PATHS.health, PATHS.readiness, PATHS.metrics],
+      }),
+    ),
+    ...layer('cacheControl', useCacheControl()),
     // At request parsing: routes that are not GraphQL, then refusals before the body is read.
-    useMetrics(metricsSource, PATHS.metrics),
-    useReadiness(health, PATHS.readiness),
+    ...layer('metrics', useMetrics(metricsSource, PATHS.metrics)),
+    ...layer('readiness', useReadiness(health, PATHS.readiness)),
     ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
-    useCsrfPrevention(config.corsOrigins),
+    ...layer('csrf', useCsrfPrevention(config.corsOrigins)),
     ...(rateLimiter
       ? [
           useRateLimit(rateLimiter, {
@@ -113,8 +140,8 @@ export function createApp({
         ]
       : []),
     ...(serviceKeyClients ? [useClientTokens(serviceKeyClients)] : []),
-    useBodySizeLimit(config.limits.maxBodyBytes),
-    useMediaType(),
+    ...layer('bodySize', useBodySizeLimit(config.limits.maxBodyBytes)),
+    ...layer('mediaType', useMediaType()),
     // Once the parameters are read, before parsing: which document runs. A trusted document's
     // id first; then APQ, unless only trusted documents run.
     ...(trustedDocuments ? [useTrustedDocuments(trustedDocuments)] : []),
@@ -122,22 +149,28 @@ export function createApp({
       ? [useApq(apqStore ?? createMemoryApqStore(config.apq.cacheBytes))]
       : []),
     // At parse and validation: depth, tokens, aliases, directives, introspection.
-    ...useLimits(config),
+    ...layer('limits', ...useLimits(config)),
     // At validation: only the operation types the schema has (no subscriptions).
-    useOperationTypes(),
+    ...layer('operationTypes', useOperationTypes()),
     // At validation: @defer and @stream, and their rules.
     ...useIncrementalDelivery(),
     // Before execution and before anything coerces the variables (the cost does): lists no
     // longer than their maximum.
-    useListLimits(),
+    ...layer('listLimits', useListLimits()),
     // Before execution, with the variables: the cost, which grows with `limit` and `first`.
-    useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize }),
+    ...layer('cost', useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize })),
     // At execution: each validated document is compiled to a function once, cached per parsed
     // document, so the cache is bounded by Yoga's parse cache. graphql-jit has no incremental
     // delivery: a document with @defer or @stream runs on Yoga's own executor.
-    useGraphQlJit({}, { enableIf: (args) => !usesIncrementalDelivery(args.document) }) as Plugin,
+    ...layer(
+      'jit',
+      useGraphQlJit({}, { enableIf: (args) => !usesIncrementalDelivery(args.document) }) as Plugin,
+    ),
     // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
-    useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
+    ...layer(
+      'upstreamCalls',
+      useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
+    ),
     // A gateway's federated tracing: `extensions.ftv1` when it sends
     // `apollo-federation-include-trace: ftv1`, never otherwise. Opt-in: the plugin wraps every
     // field's resolver, which costs every request, asked or not (docs/performance.md).
@@ -156,12 +189,15 @@ export function createApp({
     landingPage: false,
     logging: yogaLogger(log),
     // A header the facade forwards is one an allowed page may send.
-    cors: corsOptions(config.corsOrigins, [...config.corsAllowedHeaders, ...config.forwardHeaders]),
+    cors: omit?.has('csrf')
+      ? false
+      : corsOptions(config.corsOrigins, [...config.corsAllowedHeaders, ...config.forwardHeaders]),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
     ...(trustedDocuments ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
     plugins,
+    ...(omit?.has('parseCache') ? { parserAndValidationCache: false } : {}),
     // Served by useGraphiQL, built once; Yoga's own renders the page on every view.
     graphiql: false,
     maskedErrors: {
