@@ -31,7 +31,12 @@ export async function warmUp(config: Config): Promise<{ requests: number; failed
     redisUrl: undefined,
   });
   // Silent: what it answers is thrown away, and nothing of it belongs in the process's log.
-  const app = createApp({ config, client, rateLimiter, logger: silentLogger() });
+  const app = createApp({
+    config: warmUpConfig(config),
+    client,
+    rateLimiter,
+    logger: silentLogger(),
+  });
   const server = await listen(createServer(app));
   const pool = new Pool(`http://127.0.0.1:${port(server)}`, { connections: CONCURRENCY });
   const deadline = Date.now() + WARM_UP_MS;
@@ -66,6 +71,21 @@ export async function warmUp(config: Config): Promise<{ requests: number; failed
     await rateLimiter?.close();
     await close(upstream);
   }
+}
+
+/**
+ * The process's configuration without the gates that would refuse the warm-up's own requests
+ * (client tokens in service-key mode, trusted documents only) and without Redis: the warm-up runs
+ * the request path, and a refused request would warm only the refusal.
+ */
+function warmUpConfig(config: Config): Config {
+  return {
+    ...config,
+    upstream: { ...config.upstream, apiKey: undefined },
+    clientTokens: undefined,
+    persistedDocuments: { ...config.persistedDocuments, only: false },
+    apq: { ...config.apq, redisUrl: undefined },
+  };
 }
 
 const WARM_UP_MS = 3_000;
