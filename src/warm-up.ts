@@ -150,10 +150,13 @@ function standInUpstream(request: IncomingMessage, response: ServerResponse): vo
   response.writeHead(200, { 'content-type': 'application/json' }).end(body);
 }
 
+// Exclusive: in a cluster worker a plain listen(0) is routed through the primary, which gives
+// every worker's listen(0) on an address the same shared port, so the warm-up's servers would
+// share a port with each other, with other workers' warm-ups and with the real server when PORT=0.
 function listen(server: Server): Promise<Server> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(server));
+    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => resolve(server));
   });
 }
 
