@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Chromium, launchChromium } from '../../helpers/chromium.js';
 import { freePort } from '../../helpers/net.js';
 import { type FacadeProcess, startFacade } from '../../helpers/process.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const START_MS = 90_000;
 const WAIT_MS = 20_000;
 
@@ -40,9 +38,8 @@ function describeRequest(method: string, url: URL, body: string | null) {
 describe('APQ from a browser on another origin: urql and Apollo Client', () => {
   let facade: FacadeProcess | undefined;
   let web: ViteDevServer | undefined;
-  let context: BrowserContext | undefined;
   let page: Page;
-  let profile: string;
+  let browser: Chromium | undefined;
   const exchanges: Exchange[] = [];
 
   beforeAll(async () => {
@@ -61,14 +58,8 @@ describe('APQ from a browser on another origin: urql and Apollo Client', () => {
       server: { port: webPort, host: '127.0.0.1', strictPort: true },
     });
     await web.listen();
-    profile = mkdtempSync(join(tmpdir(), 'apq-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
-      timeout: WAIT_MS,
-    });
-    context.setDefaultTimeout(WAIT_MS);
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchChromium('apq', { timeoutMs: WAIT_MS });
+    page = browser.page;
     page.on('response', async (response) => {
       const request = response.request();
       const url = new URL(request.url());
@@ -86,10 +77,9 @@ describe('APQ from a browser on another origin: urql and Apollo Client', () => {
   }, START_MS + 60_000);
 
   afterAll(async () => {
-    await context?.close().catch(() => {});
+    await browser?.close();
     await web?.close();
     await facade?.stop();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   const run = (limit: number, client: 'run' | 'runApollo' = 'run') =>

@@ -1,14 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Chromium, launchChromium } from '../../helpers/chromium.js';
 import { type FacadeProcess, startFacade } from '../../helpers/process.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const START_MS = 90_000;
 const WAIT_MS = 20_000;
 
@@ -105,7 +103,7 @@ describe('web clients in Chromium, cross-origin', () => {
   let app: Served | undefined;
   let hostile: Served | undefined;
   let context: BrowserContext | undefined;
-  let profile = '';
+  let browser: Chromium | undefined;
   let page: Page;
   /** Every request the page sends to the facade: method and URL. */
   const sent: Array<{ method: string; url: string }> = [];
@@ -139,37 +137,21 @@ describe('web clients in Chromium, cross-origin', () => {
     const hostileHtml = html(hostilePage(facade.url));
     hostile = await servePages('127.0.0.2', '127.0.0.2', { '/': hostileHtml });
 
-    profile = mkdtempSync(join(tmpdir(), 'clients-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      timeout: WAIT_MS,
-    });
-    context.setDefaultTimeout(WAIT_MS);
+    browser = await launchChromium('clients', { timeoutMs: WAIT_MS });
+    ({ context, page } = browser);
     context.on('request', (request) => {
       if (request.url().startsWith(facadeUrl()))
         sent.push({ method: request.method(), url: request.url() });
     });
-    page = context.pages()[0] ?? (await context.newPage());
     await page.goto(`${app.origin}/`, { waitUntil: 'load' });
     await page.waitForFunction(() => 'clients' in globalThis);
   });
 
   afterAll(async () => {
-    await context?.close().catch(() => {});
+    await browser?.close();
     await facade?.stop();
     await app?.close();
     await hostile?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   it("queries repositories with urql's defaults: a GET, no extra header", async () => {

@@ -1,13 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ExampleServer, startExampleServer } from '../../../examples/web/server.js';
+import { type Chromium, launchChromium } from '../../helpers/chromium.js';
 import { freePort } from '../../helpers/net.js';
 import { type FacadeProcess, startFacade } from '../../helpers/process.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 const MANIFEST = join(
   import.meta.dirname,
@@ -29,9 +28,8 @@ interface Sent {
 describe('the example frontend (examples/web) in Chromium, PERSISTED_DOCUMENTS_ONLY=true', () => {
   let facade: FacadeProcess | undefined;
   let web: ExampleServer | undefined;
-  let context: BrowserContext | undefined;
   let page: Page;
-  let profile: string;
+  let browser: Chromium | undefined;
   const sent: Sent[] = [];
 
   beforeAll(async () => {
@@ -52,24 +50,11 @@ describe('the example frontend (examples/web) in Chromium, PERSISTED_DOCUMENTS_O
       { timeoutMs: START_MS },
     );
     web = await startExampleServer({ facadeUrl: facade.url, port: webPort, host: '127.0.0.1' });
-    profile = mkdtempSync(join(tmpdir(), 'example-web-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+    browser = await launchChromium('example-web', {
+      timeoutMs: WAIT_MS,
       viewport: { width: 1200, height: 900 },
-      timeout: WAIT_MS,
     });
-    context.setDefaultTimeout(WAIT_MS);
-    page = context.pages()[0] ?? (await context.newPage());
+    page = browser.page;
     page.on('request', (request) => {
       const url = new URL(request.url());
       if (url.pathname !== '/graphql' || request.method() === 'OPTIONS') return;
@@ -84,10 +69,9 @@ describe('the example frontend (examples/web) in Chromium, PERSISTED_DOCUMENTS_O
   }, START_MS + 60_000);
 
   afterAll(async () => {
-    await context?.close().catch(() => {});
+    await browser?.close();
     await web?.close();
     await facade?.stop();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   it('lists the first page of repositories, sent as a hash-only GET', async () => {

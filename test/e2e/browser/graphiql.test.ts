@@ -1,11 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Chromium, launchChromium } from '../../helpers/chromium.js';
 import { type FacadeProcess, startFacade } from '../../helpers/process.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
 const START_MS = 90_000;
 const WAIT_MS = 20_000;
@@ -55,41 +54,26 @@ async function replaceQuery(page: Page, query: string): Promise<void> {
 
 describe('GraphiQL in Chromium', () => {
   let facade: FacadeProcess | undefined;
-  let context: BrowserContext | undefined;
   let page: Page;
-  let profile: string;
+  let browser: Chromium | undefined;
   let sandboxUrl: string;
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     facade = await startFacade({}, { timeoutMs: START_MS });
     sandboxUrl = facade.sandboxUrl ?? '';
-    profile = mkdtempSync(join(tmpdir(), 'graphiql-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+    browser = await launchChromium('graphiql', {
+      timeoutMs: WAIT_MS,
       viewport: { width: 1400, height: 900 },
-      timeout: WAIT_MS,
     });
-    context.setDefaultTimeout(WAIT_MS);
-    page = context.pages()[0] ?? (await context.newPage());
+    page = browser.page;
     await page.goto(facade.url, { waitUntil: 'load' });
     await page.locator('.graphiql-execute-button').waitFor();
   });
 
   afterAll(async () => {
-    await context?.close().catch(() => {});
+    await browser?.close();
     await facade?.stop();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   // First in the file: the browser has no stored tab state yet, as on a newcomer's first visit.
