@@ -131,15 +131,18 @@ async function upstreamCallsPerOperation(sandboxUrl: string, graphqlUrl: string,
   return (counts.counts['GET /git/v1/repo'] ?? 0) / operations;
 }
 
+/** A GraphQL POST of `body` to `url` from CONNECTIONS clients for `seconds`. */
+const graphqlLoad = (url: string, body: string, seconds: number) => ({
+  url,
+  connections: CONNECTIONS,
+  duration: seconds,
+  method: 'POST' as const,
+  headers: { 'content-type': 'application/json' },
+  body,
+});
+
 const warm = (url: string, body: string, seconds: number) =>
-  autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body,
-  });
+  autocannon(graphqlLoad(url, body, seconds));
 
 /**
  * A process loaded from the moment it is ready: its CPU per request in each second since then,
@@ -151,17 +154,7 @@ async function warmUpCurve(pid: number, url: string, body: string, seconds: numb
   const done = new Promise<void>((resolve) => {
     finished = resolve;
   });
-  const instance = autocannon(
-    {
-      url,
-      connections: CONNECTIONS,
-      duration: seconds,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    },
-    () => finished(),
-  );
+  const instance = autocannon(graphqlLoad(url, body, seconds), () => finished());
   instance.on('response', () => {
     answered++;
   });
