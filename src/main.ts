@@ -5,7 +5,6 @@ import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
 import { createApp, PATHS } from './app.js';
-import { runPrimary, type WorkerLink, workerLink } from './cluster.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { VERSION } from './observability/build-info.js';
 import { createHealth, type Health } from './observability/health.js';
@@ -18,9 +17,10 @@ import {
   createRedisApqStore,
 } from './plugins/request/use-apq.js';
 import { createRateLimiter, type RateLimiter } from './plugins/request/use-rate-limit.js';
+import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
+import { warmUp } from './process/warm-up.js';
 import { connectRedis } from './redis.js';
 import { UpstreamClient } from './upstream/client.js';
-import { warmUp } from './warm-up.js';
 
 /**
  * A start-up failure the operator can act on: the message names the variable to change. Before

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSandbox } from '../../sandbox/server.js';
 import { loadConfig } from '../../src/config.js';
-import { warmUp } from '../../src/warm-up.js';
+import { warmUp } from '../../src/process/warm-up.js';
 
 describe('warmUp', () => {
   it('answers every warm-up operation without calling the configured upstream', async () => {

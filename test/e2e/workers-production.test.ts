@@ -3,7 +3,7 @@ import { type Sandbox, startSandbox } from '../../sandbox/server.js';
 import { type FacadeProcess, post, startFacade } from '../helpers/process.js';
 
 // Production warms each worker up before it listens, on servers of its own over loopback, which
-// must stay private to the worker (src/warm-up.ts): a client of the facade reaches the facade.
+// must stay private to the worker (src/process/warm-up.ts): a client of the facade reaches the facade.
 describe('WORKERS=2 in production, PORT=0', () => {
   let sandbox: Sandbox;
   let facade: FacadeProcess | undefined;

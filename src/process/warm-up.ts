@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
-import { createApp } from './app.js';
-import type { Config } from './config.js';
-import { silentLogger } from './observability/logger.js';
-import { createRateLimiter } from './plugins/request/use-rate-limit.js';
-import { UpstreamClient } from './upstream/client.js';
+import { createApp } from '../app.js';
+import type { Config } from '../config.js';
+import { silentLogger } from '../observability/logger.js';
+import { createRateLimiter } from '../plugins/request/use-rate-limit.js';
+import { UpstreamClient } from '../upstream/client.js';
 
 /**
  * Before the server listens (so before readiness is true): representative operations through a
