@@ -1,4 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
+import { addVary } from './vary.js';
 
 /**
  * `Cache-Control: private, no-store` on every answer, whatever its path (Yoga also serves GraphQL
@@ -14,15 +15,7 @@ export function useCacheControl(): Plugin {
   return {
     onResponse({ response }) {
       if (!response.headers.has('etag')) response.headers.set('cache-control', 'private, no-store');
-      const vary = response.headers.get('vary');
-      if (
-        !vary
-          ?.toLowerCase()
-          .split(/\s*,\s*/)
-          .includes('origin')
-      ) {
-        response.headers.append('vary', 'Origin');
-      }
+      addVary(response.headers, 'Origin');
     },
   };
 }

@@ -11,6 +11,7 @@ import {
 } from 'node:zlib';
 import type { Plugin } from 'graphql-yoga';
 import { chooseEncoding } from '../request/use-graphiql.js';
+import { addVary } from './vary.js';
 
 const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
@@ -50,19 +51,22 @@ export function useCompression({ minBytes }: CompressionOptions): Plugin {
   return {
     onResponse({ request, response, setResponse, fetchAPI }) {
       const type = response.headers.get('content-type') ?? '';
-      if (!response.body || response.headers.has('content-encoding') || !COMPRESSIBLE.test(type))
-        return;
-      appendVary(response.headers, 'Accept-Encoding');
+      if (response.headers.has('content-encoding') || !COMPRESSIBLE.test(type)) return;
+      addVary(response.headers, 'Accept-Encoding');
       const encoding = chooseEncoding(request.headers.get('accept-encoding'));
-      if (encoding === 'identity') return;
+      // The body is looked at only now: for whatwg-node, reading `body` builds a stream around
+      // an answer it would otherwise write as one string.
+      if (encoding === 'identity' || !response.body) return;
       // Known to be small without reading it: left as it is.
       const declared = response.headers.get('content-length');
       if (declared !== null && Number(declared) < minBytes) return;
 
-      // Built only once the answer is to be compressed: a Headers copy may share its entries
-      // with the original (the ponyfill's does), and a plain answer must keep its own.
+      // Built only once the answer is to be compressed, entry by entry: the ponyfill's
+      // `new Headers(headers)` of headers still kept as Yoga's object keeps their keys' case,
+      // and then finds no `content-type`.
       const compressedInit = (length?: number) => {
-        const headers = new fetchAPI.Headers(response.headers);
+        const headers = new fetchAPI.Headers();
+        response.headers.forEach((value, key) => headers.append(key, value));
         headers.set('content-encoding', encoding);
         if (length === undefined) headers.delete('content-length');
         else headers.set('content-length', String(length));
@@ -104,17 +108,4 @@ export function useCompression({ minBytes }: CompressionOptions): Plugin {
       })();
     },
   };
-}
-
-/** Adds a name to Vary unless it is there already. */
-function appendVary(headers: Headers, name: string): void {
-  const vary = headers.get('vary');
-  if (
-    vary
-      ?.toLowerCase()
-      .split(/\s*,\s*/)
-      .includes(name.toLowerCase())
-  )
-    return;
-  headers.append('vary', name);
 }
