@@ -43,78 +43,76 @@ function fail(path: Path, expected: string, value: unknown): never {
 // GraphQL's Int is 32-bit: a larger count (valid int64 for the spec) cannot be answered as one.
 const GRAPHQL_INT_MAX = 2_147_483_647;
 
-function count(value: unknown, path: Path): number {
+function count(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
-    fail(path, 'a whole number >= 0', value);
+    fail([field], 'a whole number >= 0', value);
   if (value > GRAPHQL_INT_MAX)
     throw new WireMismatch(
-      path,
+      [field],
       `expected at most ${GRAPHQL_INT_MAX} (GraphQL's Int), got ${value}`,
     );
   return value;
 }
 
-function optionalString(value: unknown, path: Path): string | undefined {
-  if (value === undefined || typeof value === 'string') return value;
-  return fail(path, 'a string', value);
-}
+// The checks build a field's path only when it fails: a page has hundreds of fields, and building
+// the path of every one of them up front was most of the decoder's time (docs/performance.md).
 
-function nullableString(value: unknown, path: Path): string | null {
-  if (value == null) return null;
-  if (typeof value === 'string') return value;
-  return fail(path, 'a string or null', value);
-}
-
-function string(value: unknown, path: Path): string {
-  if (typeof value === 'string') return value;
-  return fail(path, 'a string', value);
-}
+/** A repository's maps; an entry's path is `repositories[index][map][key]`. */
+type MapField = 'branches' | 'tags';
 
 /** A map of the upstream's (absent or null: empty) into a list, in its order. */
 function entries<T>(
-  map: unknown,
-  path: Path,
-  item: (value: Record<string, unknown>, key: string, path: Path) => T,
+  value: unknown,
+  index: number,
+  map: MapField,
+  item: (wire: Record<string, unknown>, index: number, map: MapField, key: string) => T,
 ): T[] {
-  if (map == null) return [];
-  if (!isObject(map)) fail(path, 'an object', map);
+  if (value == null) return [];
+  if (!isObject(value)) fail(['repositories', index, map], 'an object', value);
   const list: T[] = [];
-  for (const key in map) {
-    const value = map[key];
-    if (!isObject(value)) fail([...path, key], 'an object', value);
-    list.push(item(value, key, [...path, key]));
+  for (const key in value) {
+    const wire = value[key];
+    if (!isObject(wire)) fail(['repositories', index, map, key], 'an object', wire);
+    list.push(item(wire, index, map, key));
   }
   return list;
 }
 
-function branch(wire: Record<string, unknown>, key: string, path: Path): Branch {
-  if (typeof wire.default !== 'boolean') fail([...path, 'default'], 'a boolean', wire.default);
-  return {
-    name: optionalString(wire.name, [...path, 'name']) ?? key,
-    target: string(wire.target, [...path, 'target']),
-    isDefault: wire.default,
-  };
+function branch(wire: Record<string, unknown>, index: number, map: MapField, key: string): Branch {
+  const { name, target, default: isDefault } = wire;
+  if (typeof isDefault !== 'boolean')
+    fail(['repositories', index, map, key, 'default'], 'a boolean', isDefault);
+  if (name !== undefined && typeof name !== 'string')
+    fail(['repositories', index, map, key, 'name'], 'a string', name);
+  if (typeof target !== 'string')
+    fail(['repositories', index, map, key, 'target'], 'a string', target);
+  return { name: name ?? key, target, isDefault };
 }
 
-function tag(wire: Record<string, unknown>, key: string, path: Path): Tag {
-  return {
-    name: optionalString(wire.name, [...path, 'name']) ?? key,
-    target: string(wire.target, [...path, 'target']),
-    message: nullableString(wire.message, [...path, 'message']),
-  };
+function tag(wire: Record<string, unknown>, index: number, map: MapField, key: string): Tag {
+  const { name, target, message } = wire;
+  if (name !== undefined && typeof name !== 'string')
+    fail(['repositories', index, map, key, 'name'], 'a string', name);
+  if (typeof target !== 'string')
+    fail(['repositories', index, map, key, 'target'], 'a string', target);
+  if (message != null && typeof message !== 'string')
+    fail(['repositories', index, map, key, 'message'], 'a string or null', message);
+  return { name: name ?? key, target, message: message ?? null };
 }
 
-function repository(wire: unknown, path: Path): Repository {
-  if (!isObject(wire)) fail(path, 'an object', wire);
-  const id = wire.id;
+function repository(wire: unknown, index: number): Repository {
+  if (!isObject(wire)) fail(['repositories', index], 'an object', wire);
+  const { id, defaultBranch } = wire;
   if (id != null && typeof id !== 'string' && typeof id !== 'number')
-    fail([...path, 'id'], 'a string or a number', id);
+    fail(['repositories', index, 'id'], 'a string or a number', id);
+  if (defaultBranch != null && typeof defaultBranch !== 'string')
+    fail(['repositories', index, 'defaultBranch'], 'a string or null', defaultBranch);
   return {
     // Not in the spec; passed through when present.
     id: id == null ? null : String(id),
-    defaultBranch: nullableString(wire.defaultBranch, [...path, 'defaultBranch']),
-    branches: entries(wire.branches, [...path, 'branches'], branch),
-    tags: entries(wire.tags, [...path, 'tags'], tag),
+    defaultBranch: defaultBranch ?? null,
+    branches: entries(wire.branches, index, 'branches', branch),
+    tags: entries(wire.tags, index, 'tags', tag),
   };
 }
 
@@ -123,11 +121,7 @@ export function decodeRepositoryList(json: unknown): RepositoryList {
   if (!isObject(json)) fail([], 'an object', json);
   const list = json.repositories;
   if (!Array.isArray(list)) fail(['repositories'], 'an array', list);
-  const total = count(json.total, ['total']);
-  const offset = count(json.offset, ['offset']);
-  return {
-    repositories: list.map((wire, index) => repository(wire, ['repositories', index])),
-    total,
-    offset,
-  };
+  const total = count(json.total, 'total');
+  const offset = count(json.offset, 'offset');
+  return { repositories: list.map(repository), total, offset };
 }

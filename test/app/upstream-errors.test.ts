@@ -143,7 +143,16 @@ describe('upstream errors', () => {
       'repositories.0.branches.main.target',
       { repositories: [{ branches: { main: { default: true } } }], total: 1, offset: 0 },
     ],
+    [
+      'repositories.0.branches.main.default',
+      { repositories: [{ branches: { main: { target: 'a' } } }], total: 1, offset: 0 },
+    ],
+    ['repositories.1.tags', { repositories: [{}, { tags: 'v1' }], total: 2, offset: 0 }],
     ['repositories.0.tags.v1', { repositories: [{ tags: { v1: 'abc' } }], total: 1, offset: 0 }],
+    [
+      'repositories.0.tags.v1.target',
+      { repositories: [{ tags: { v1: { name: 'v1' } } }], total: 1, offset: 0 },
+    ],
     [
       'repositories.0.tags.v1.message',
       { repositories: [{ tags: { v1: { target: 'a', message: 3 } } }], total: 1, offset: 0 },
