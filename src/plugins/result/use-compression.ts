@@ -66,7 +66,9 @@ export function useCompression({ minBytes }: CompressionOptions): Plugin {
       // and then finds no `content-type`.
       const compressedInit = (length?: number) => {
         const headers = new fetchAPI.Headers();
-        response.headers.forEach((value, key) => headers.append(key, value));
+        response.headers.forEach((value, key) => {
+          headers.append(key, value);
+        });
         headers.set('content-encoding', encoding);
         if (length === undefined) headers.delete('content-length');
         else headers.set('content-length', String(length));
