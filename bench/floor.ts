@@ -5,7 +5,13 @@
 //
 // Written by hand on purpose: any framework here would be part of what the floor is meant to
 // leave out. Run compiled (`npm run build` puts it in dist/bench/floor.js), as the facade is.
+//
+// With FLOOR_SERVER=yoga the same schema, resolver and client are served by graphql-yoga with
+// graphql-jit and nothing else (no plugin of the facade's, Yoga's defaults otherwise): the
+// framework path alone, so the benchmark can tell what of the facade's cost is Yoga's and what is
+// its own (docs/performance.md).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { useGraphQlJit } from '@envelop/graphql-jit';
 import {
   buildSchema,
   type ExecutionResult,
@@ -15,6 +21,7 @@ import {
   validate,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
+import { createYoga, type Plugin } from 'graphql-yoga';
 import { Pool } from 'undici';
 
 const SDL = `
@@ -85,14 +92,15 @@ const repositories = schema.getQueryType()?.getFields().repositories as GraphQLF
   { limit?: number | null; offset?: number | null }
 >;
 repositories.resolve = (_root, { limit, offset }, context) => {
+  const pages = context instanceof Map ? context : (context as unknown as YogaFloorContext).pages;
   const query = new URLSearchParams();
   if (limit != null) query.set('limit', String(limit));
   if (offset != null) query.set('offset', String(offset));
   const path = `/git/v1/repo${query.size > 0 ? `?${query}` : ''}`;
-  let page = context.get(path);
+  let page = pages.get(path);
   if (!page) {
     page = fetchPage(path);
-    context.set(path, page);
+    pages.set(path, page);
   }
   return page;
 };
@@ -138,9 +146,36 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   send(res, 200, query.stringify(result));
 }
 
-const server = createServer((req, res) => {
-  handle(req, res).catch((error: unknown) => send(res, 500, JSON.stringify({ error: `${error}` })));
-});
+/** Yoga's per-request context: the request's de-duplicated upstream calls. */
+interface YogaFloorContext {
+  pages: FloorContext;
+}
+
+function yogaServer() {
+  const yoga = createYoga<Record<string, unknown>, YogaFloorContext>({
+    schema,
+    // The resolver reads the context as the floor's Map; Yoga's own context is an object.
+    context: () => ({ pages: new Map() }),
+    plugins: [useGraphQlJit() as Plugin],
+    graphqlEndpoint: '/graphql',
+    healthCheckEndpoint: '/health',
+    landingPage: false,
+    graphiql: false,
+    logging: false,
+    // As the facade sets it: Yoga's own cap pipes every body through a transform.
+    maxRequestBodySize: false,
+  });
+  return createServer(yoga);
+}
+
+const server =
+  process.env.FLOOR_SERVER === 'yoga'
+    ? yogaServer()
+    : createServer((req, res) => {
+        handle(req, res).catch((error: unknown) =>
+          send(res, 500, JSON.stringify({ error: `${error}` })),
+        );
+      });
 server.keepAliveTimeout = 30_000;
 server.listen(Number(process.env.PORT ?? 4001), process.env.HOST ?? '127.0.0.1');
 process.on('SIGTERM', () => process.exit(0));

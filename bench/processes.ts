@@ -78,12 +78,19 @@ export function startFacade(
   );
 }
 
-/** The floor (bench/floor.ts, compiled) on core 0, where the facade runs, in front of `upstreamUrl`. */
-export function startFloor(port: number, upstreamUrl: string): Promise<ChildProcess> {
+/**
+ * The floor (bench/floor.ts, compiled) on core 0, where the facade runs, in front of `upstreamUrl`:
+ * on node:http, or with `server: 'yoga'` the same schema and client served by bare graphql-yoga.
+ */
+export function startFloor(
+  port: number,
+  upstreamUrl: string,
+  server: 'node' | 'yoga' = 'node',
+): Promise<ChildProcess> {
   return start(
     '0',
     'dist/bench/floor.js',
-    { PORT: String(port), UPSTREAM_URL: upstreamUrl },
+    { PORT: String(port), UPSTREAM_URL: upstreamUrl, FLOOR_SERVER: server },
     `http://127.0.0.1:${port}/health`,
   );
 }

@@ -1,20 +1,21 @@
 // `npm run bench`: the facade against the floor (bench/floor.ts, a framework-free reference over
-// the same sandbox) and direct REST, each a separate process, measured alternately in one run.
-// The facade and the floor are pinned to core 0 (one of them is loaded at a time); the sandbox and
-// this load generator share core 1 (`taskset`), so the ratios compare one core with one core.
+// the same sandbox), the floor's schema served by bare graphql-yoga (the framework path alone),
+// and direct REST, each a separate process, measured alternately in one run. The facade and the
+// two floors are pinned to core 0 (one of them is loaded at a time); the sandbox and this load
+// generator share core 1 (`taskset`), so the ratios compare one core with one core.
 //
-// `npm run bench -- --attribution`: instead, bench/attribution.ts, the facade's CPU per request
-// with one layer at a time left out, for the attribution table of docs/performance.md.
+// `npm run bench -- --attribution`: instead, bench/attribution.ts, the CPU per request of the
+// floor, the floor on Yoga and the facade with layers left out, for docs/performance.md.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
+import { attribution } from './attribution.js';
 import {
   build,
   cpuSeconds,
   peakRssMb,
-  root,
   startFacade,
   startFloor,
   startSandbox,
@@ -84,7 +85,11 @@ async function load(
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    mean: result.latency.mean,
+    // autocannon records latencies in whole milliseconds, so a sub-millisecond round trip reads
+    // as 0 or 1; with one connection, one request after another, the mean round trip is exactly
+    // the run's duration over its requests.
+    mean:
+      connections === 1 ? (1000 * result.duration) / result.requests.total : result.latency.mean,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     requests: result.requests.total,
@@ -180,7 +185,8 @@ async function warmUpCurve(pid: number, url: string, body: string, seconds: numb
 
 async function main() {
   build();
-  const [sandboxPort, facadePort, floorPort] = [
+  const [sandboxPort, facadePort, floorPort, yogaPort] = [
+    await freePort(),
     await freePort(),
     await freePort(),
     await freePort(),
@@ -188,12 +194,13 @@ async function main() {
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
   const graphqlUrl = `http://127.0.0.1:${facadePort}/graphql`;
   const floorUrl = `http://127.0.0.1:${floorPort}/graphql`;
+  const yogaUrl = `http://127.0.0.1:${yogaPort}/graphql`;
   const children: ChildProcess[] = [];
   try {
     const sandbox = await startSandbox(sandboxPort, { SANDBOX_REPOSITORIES: '1000' });
     children.push(sandbox);
     if (ATTRIBUTION) {
-      await attribution(sandboxUrl);
+      await attribution(sandboxUrl, scenarios.page);
       return;
     }
     if (WARM_UP_ONLY) {
@@ -205,9 +212,12 @@ async function main() {
     children.push(facade);
     const floor = await startFloor(floorPort, sandboxUrl);
     children.push(floor);
+    const yoga = await startFloor(yogaPort, sandboxUrl, 'yoga');
+    children.push(yoga);
     const servers = {
       facade: { pid: facade.pid as number, url: graphqlUrl },
       floor: { pid: floor.pid as number, url: floorUrl },
+      yoga: { pid: yoga.pid as number, url: yogaUrl },
     };
 
     const calls: Record<string, Record<Scenario, number>> = {};
@@ -231,6 +241,7 @@ async function main() {
     });
     await warm(graphqlUrl, scenarios.page, 10);
     await warm(floorUrl, scenarios.page, 5);
+    await warm(yogaUrl, scenarios.page, 5);
 
     const loadAverages: number[] = [load1()];
     const runs: Record<string, Measured[]> = {};
@@ -241,11 +252,13 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       add('direct', await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
       add('floor page', await load(servers.floor.pid, floorUrl, scenarios.page));
+      add('yoga page', await load(servers.yoga.pid, yogaUrl, scenarios.page));
       add('facade page', await load(servers.facade.pid, graphqlUrl, scenarios.page));
       loadAverages.push(load1());
     }
     for (const scenario of ['fiveAliases', 'threeAdjacentPages'] as const) {
       add(`floor ${scenario}`, await load(servers.floor.pid, floorUrl, scenarios[scenario]));
+      add(`yoga ${scenario}`, await load(servers.yoga.pid, yogaUrl, scenarios[scenario]));
       add(`facade ${scenario}`, await load(servers.facade.pid, graphqlUrl, scenarios[scenario]));
     }
     loadAverages.push(load1());
@@ -255,6 +268,7 @@ async function main() {
       await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`, undefined, 1),
     );
     add('floor round trip', await load(servers.floor.pid, floorUrl, scenarios.page, 1));
+    add('yoga round trip', await load(servers.yoga.pid, yogaUrl, scenarios.page, 1));
     add('facade round trip', await load(servers.facade.pid, graphqlUrl, scenarios.page, 1));
     loadAverages.push(load1());
     // The page again, compressed: what the bytes saved cost the facade in CPU.
@@ -274,6 +288,7 @@ async function main() {
       const [server, scenario] = key.split(' ') as [string, string, string?];
       const roundTrip = key.endsWith('round trip');
       const floorKey = roundTrip ? 'floor round trip' : `floor ${scenario?.split('-')[0]}`;
+      const yogaKey = roundTrip ? 'yoga round trip' : `yoga ${scenario?.split('-')[0]}`;
       const directKey = roundTrip ? 'direct round trip' : 'direct';
       return {
         server,
@@ -284,6 +299,7 @@ async function main() {
             : scenario,
         rps: one.rps,
         ofFloor: server === 'direct' ? null : ratio(one.rps, s[floorKey]?.rps),
+        ofYoga: server === 'facade' ? ratio(one.rps, s[yogaKey]?.rps) : null,
         ofDirect: ratio(one.rps, s[directKey]?.rps),
         meanMs: one.mean,
         meanOfFloor: roundTrip && server !== 'direct' ? ratio(one.mean, s[floorKey]?.mean) : null,
@@ -301,14 +317,17 @@ async function main() {
     const rss = {
       facadePeakRssMb: peakRssMb(servers.facade.pid),
       floorPeakRssMb: peakRssMb(servers.floor.pid),
+      yogaPeakRssMb: peakRssMb(servers.yoga.pid),
     };
     console.table(rows);
     console.log(
-      `peak RSS: facade ${rss.facadePeakRssMb} MB, floor ${rss.floorPeakRssMb} MB (${ratio(rss.facadePeakRssMb, rss.floorPeakRssMb)}x)`,
+      `peak RSS: facade ${rss.facadePeakRssMb} MB, floor ${rss.floorPeakRssMb} MB (${ratio(rss.facadePeakRssMb, rss.floorPeakRssMb)}x), ` +
+        `floor on Yoga ${rss.yogaPeakRssMb} MB`,
     );
 
     facade.kill('SIGTERM');
     floor.kill('SIGTERM');
+    yoga.kill('SIGTERM');
     const curves = await warmUpCurves(sandboxUrl, children);
     loadAverages.push(load1());
     console.log(`load average (1 min) during the run: ${loadAverages.join(', ')}`);
@@ -367,16 +386,6 @@ async function warmUpCurves(sandboxUrl: string, children: ChildProcess[]) {
     );
   }
   return curves;
-}
-
-/** bench/attribution.ts on core 0, in front of the sandbox this run started on core 1. */
-async function attribution(sandboxUrl: string) {
-  const { execFileSync } = await import('node:child_process');
-  execFileSync(
-    'taskset',
-    ['-c', '0', process.execPath, '--import', 'tsx', 'bench/attribution.ts', sandboxUrl],
-    { cwd: root, stdio: 'inherit' },
-  );
 }
 
 await main();
