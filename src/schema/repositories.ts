@@ -53,10 +53,11 @@ export const RepositoryRef = builder.objectRef<Repository>('Repository').impleme
       nullable: true,
       description: 'The name of the default branch.',
     }),
-    branches: t.field({
+    // Exposed, not resolved: graphql-jit reads a field without a resolver as a property, and
+    // calls a resolver with a resolve info built for every item (docs/performance.md).
+    branches: t.expose('branches', {
       type: [BranchRef],
       description: "The branches, in the upstream's order.",
-      resolve: (repo) => repo.branches,
     }),
     branch: t.field({
       type: BranchRef,
@@ -65,11 +66,7 @@ export const RepositoryRef = builder.objectRef<Repository>('Repository').impleme
       args: { name: t.arg.string({ required: true, description: 'The branch name.' }) },
       resolve: (repo, { name }) => repo.branches.find((branch) => branch.name === name) ?? null,
     }),
-    tags: t.field({
-      type: [TagRef],
-      description: "The tags, in the upstream's order.",
-      resolve: (repo) => repo.tags,
-    }),
+    tags: t.expose('tags', { type: [TagRef], description: "The tags, in the upstream's order." }),
     tag: t.field({
       type: TagRef,
       nullable: true,
@@ -94,10 +91,10 @@ const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').im
   shareable: true,
   description: 'One page of repositories, paged by limit and offset.',
   fields: (t) => ({
-    items: t.field({
+    // Exposed, not resolved, as Repository's branches and tags are.
+    items: t.expose('items', {
       type: [RepositoryRef],
       description: 'The repositories of this page.',
-      resolve: (page) => page.items,
     }),
     total: t.exposeInt('total', { description: 'How many repositories there are in all.' }),
     offset: t.exposeInt('offset', { description: 'The offset of the first item of this page.' }),

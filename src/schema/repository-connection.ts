@@ -46,11 +46,8 @@ const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').im
   description: 'A repository and its cursor.',
   fields: (t) => ({
     cursor: t.exposeString('cursor', { description: 'An opaque cursor for this position.' }),
-    node: t.field({
-      type: RepositoryRef,
-      description: 'The repository.',
-      resolve: (edge) => edge.node,
-    }),
+    // Exposed, not resolved, as in repositories.ts: no resolver call per edge.
+    node: t.expose('node', { type: RepositoryRef, description: 'The repository.' }),
   }),
 });
 
@@ -61,16 +58,11 @@ const RepositoryConnectionRef = builder
     shareable: true,
     description: 'The repository list as a Relay connection.',
     fields: (t) => ({
-      edges: t.field({
+      edges: t.expose('edges', {
         type: [RepositoryEdgeRef],
         description: 'The edges of this page.',
-        resolve: (c) => c.edges,
       }),
-      pageInfo: t.field({
-        type: PageInfoRef,
-        description: 'Where this page stands.',
-        resolve: (c) => c.pageInfo,
-      }),
+      pageInfo: t.expose('pageInfo', { type: PageInfoRef, description: 'Where this page stands.' }),
       totalCount: t.exposeInt('totalCount', {
         description: 'How many repositories there are in all.',
       }),
