@@ -6,7 +6,7 @@
 // per request, so that a change of the machine's load between rounds falls on both sides.
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { cpuSeconds, start, startFloor } from './processes.js';
+import { cpuSeconds, startFacade, startFloor } from './processes.js';
 
 const ROUNDS = Number(process.env.BENCH_ATTRIBUTION_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -37,7 +37,7 @@ interface Server {
 
 async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
   const servers = new Map<string, Server>();
-  const add = async (name: string, launch: (port: number) => ReturnType<typeof start>) => {
+  const add = async (name: string, launch: (port: number) => ReturnType<typeof startFloor>) => {
     const port = await freePort();
     const child = await launch(port);
     servers.set(name, {
@@ -50,17 +50,7 @@ async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
   await add('floor on Yoga', (port) => startFloor(port, sandboxUrl, 'yoga'));
   for (const [name, omit] of Object.entries(FACADE_VARIANTS)) {
     await add(`facade ${name}`, (port) =>
-      start(
-        '0',
-        'dist/bench/lean.js',
-        {
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          UPSTREAM_URL: sandboxUrl,
-          BENCH_OMIT: omit,
-        },
-        `http://127.0.0.1:${port}/health`,
-      ),
+      startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, 'dist/bench/lean.js'),
     );
   }
   return servers;

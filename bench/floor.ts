@@ -49,8 +49,10 @@ interface Page {
   offset: number;
   hasNextPage: boolean;
 }
-/** Per request: identical upstream calls share one answer. */
-type FloorContext = Map<string, Promise<Page>>;
+/** Per request, on both servers: identical upstream calls share one answer. */
+interface FloorContext {
+  pages: Map<string, Promise<Page>>;
+}
 
 const upstream = new URL(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:4010');
 const pool = new Pool(upstream.origin, { connections: 64, keepAliveTimeout: 30_000 });
@@ -92,15 +94,14 @@ const repositories = schema.getQueryType()?.getFields().repositories as GraphQLF
   { limit?: number | null; offset?: number | null }
 >;
 repositories.resolve = (_root, { limit, offset }, context) => {
-  const pages = context instanceof Map ? context : (context as unknown as YogaFloorContext).pages;
   const query = new URLSearchParams();
   if (limit != null) query.set('limit', String(limit));
   if (offset != null) query.set('offset', String(offset));
   const path = `/git/v1/repo${query.size > 0 ? `?${query}` : ''}`;
-  let page = pages.get(path);
+  let page = context.pages.get(path);
   if (!page) {
     page = fetchPage(path);
-    pages.set(path, page);
+    context.pages.set(path, page);
   }
   return page;
 };
@@ -142,19 +143,13 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   };
   const query = compile(params.query);
   if (!isCompiledQuery(query)) return send(res, 400, JSON.stringify({ errors: query.errors }));
-  const result = await query.query(undefined, new Map(), params.variables ?? {});
+  const result = await query.query(undefined, { pages: new Map() }, params.variables ?? {});
   send(res, 200, query.stringify(result));
 }
 
-/** Yoga's per-request context: the request's de-duplicated upstream calls. */
-interface YogaFloorContext {
-  pages: FloorContext;
-}
-
 function yogaServer() {
-  const yoga = createYoga<Record<string, unknown>, YogaFloorContext>({
+  const yoga = createYoga<Record<string, unknown>, FloorContext>({
     schema,
-    // The resolver reads the context as the floor's Map; Yoga's own context is an object.
     context: () => ({ pages: new Map() }),
     plugins: [useGraphQlJit() as Plugin],
     graphqlEndpoint: '/graphql',

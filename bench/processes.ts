@@ -62,10 +62,12 @@ export function startFacade(
   upstreamUrl: string,
   env: Record<string, string> = {},
   workers = 1,
+  /** What runs: the deployed entry, or bench/lean.js (the app with layers left out). */
+  script = 'dist/src/main.js',
 ): Promise<ChildProcess> {
   return start(
     workers > 1 ? '0,1' : '0',
-    'dist/src/main.js',
+    script,
     {
       PORT: String(port),
       HOST: '127.0.0.1',

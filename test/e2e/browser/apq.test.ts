@@ -23,6 +23,17 @@ interface RunResult {
 }
 
 /** What a request to /graphql carried: its method, whether it held the text, its APQ hash. */
+/** A client's first try of a query: a hash-only GET that misses, then the document sent with it. */
+function expectMissThenUpload(miss: Exchange | undefined, upload: Exchange | undefined) {
+  expect(miss).toMatchObject({
+    method: 'GET',
+    hasQuery: false,
+    code: 'PERSISTED_QUERY_NOT_FOUND',
+  });
+  expect(miss?.hash).toMatch(/^[0-9a-f]{64}$/);
+  expect(upload).toMatchObject({ hasQuery: true, hash: miss?.hash, code: undefined });
+}
+
 function describeRequest(method: string, url: URL, body: string | null) {
   const params = body
     ? (JSON.parse(body) as { query?: string; extensions?: unknown })
@@ -98,13 +109,7 @@ describe('APQ from a browser on another origin: urql and Apollo Client', () => {
     expect(result.data?.repositories.items).toHaveLength(3);
     await expect.poll(() => exchanges.length).toBe(2);
     const [miss, upload] = exchanges;
-    expect(miss).toMatchObject({
-      method: 'GET',
-      hasQuery: false,
-      code: 'PERSISTED_QUERY_NOT_FOUND',
-    });
-    expect(miss?.hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(upload).toMatchObject({ hasQuery: true, hash: miss?.hash, code: undefined });
+    expectMissThenUpload(miss, upload);
   });
 
   it('then runs the query by a hash-only GET', async () => {
@@ -126,13 +131,7 @@ describe('APQ from a browser on another origin: urql and Apollo Client', () => {
     expect(second.data?.repositories.items).toHaveLength(6);
     await expect.poll(() => exchanges.length).toBe(3);
     const [miss, upload, hit] = exchanges;
-    expect(miss).toMatchObject({
-      method: 'GET',
-      hasQuery: false,
-      code: 'PERSISTED_QUERY_NOT_FOUND',
-    });
-    expect(miss?.hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(upload).toMatchObject({ hasQuery: true, hash: miss?.hash, code: undefined });
+    expectMissThenUpload(miss, upload);
     expect(hit).toMatchObject({
       method: 'GET',
       hasQuery: false,
