@@ -1,5 +1,6 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
+import { type DocumentNode, Kind } from 'graphql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
@@ -76,6 +77,15 @@ export type Layer =
   | 'jit'
   | 'upstreamCalls'
   | 'parseCache';
+
+/** A document of one operation (fragments aside): the only kind graphql-jit may run here. */
+function hasOneOperation(document: DocumentNode): boolean {
+  let operations = 0;
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION && ++operations > 1) return false;
+  }
+  return true;
+}
 
 /** The routes the facade answers; everything else is 404. */
 export const PATHS = {
@@ -160,11 +170,19 @@ export function createApp({
     // Before execution, with the variables: the cost, which grows with `limit` and `first`.
     ...layer('cost', useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize })),
     // At execution: each validated document is compiled to a function once, cached per parsed
-    // document, so the cache is bounded by Yoga's parse cache. graphql-jit has no incremental
-    // delivery: a document with @defer or @stream runs on Yoga's own executor.
+    // document, so the cache is bounded by Yoga's parse cache. Yoga's own executor runs the rest:
+    // a document with @defer or @stream (graphql-jit has no incremental delivery), and one with
+    // several operations, since @envelop/graphql-jit caches the operation it compiled first by
+    // document alone and would answer that one whatever operationName a later request names.
     ...layer(
       'jit',
-      useGraphQlJit({}, { enableIf: (args) => !usesIncrementalDelivery(args.document) }) as Plugin,
+      useGraphQlJit(
+        {},
+        {
+          enableIf: (args) =>
+            !usesIncrementalDelivery(args.document) && hasOneOperation(args.document),
+        },
+      ) as Plugin,
     ),
     // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
     ...layer(

@@ -162,4 +162,22 @@ describe('repositories', () => {
     );
     expect(ids(alice.data)).not.toEqual(ids(bob.data));
   });
+  it('runs the operation operationName names, whichever of the document ran first', async () => {
+    // One document, two operations: each request must run its own, not the first one compiled.
+    const document = `query Count { repositories(limit: 1) { total } }
+      query Ids { repositories(limit: 2) { items { id } } }`;
+    const run = async (operationName: string) => {
+      const response = await h.app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: document, operationName }),
+      });
+      return (await response.json()) as { data?: { repositories: Record<string, unknown> } };
+    };
+    expect((await run('Count')).data?.repositories).toEqual({ total: 30 });
+    const ids = (await run('Ids')).data?.repositories;
+    expect(Object.keys(ids ?? {})).toEqual(['items']);
+    expect(ids?.items).toHaveLength(2);
+    expect((await run('Count')).data?.repositories).toEqual({ total: 30 });
+  });
 });
