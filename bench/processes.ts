@@ -11,6 +11,13 @@ export function build(): void {
   execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
 }
 
+export interface StartOptions {
+  /** A command that runs node, e.g. valgrind and its options (bench/instructions.ts). */
+  wrapper?: readonly string[];
+  /** How long it may take to answer `readyUrl`; default 30 s. */
+  readyTimeoutMs?: number;
+}
+
 /** Starts a pinned process and waits until `readyUrl` answers; its log lines go nowhere. */
 export async function start(
   /** taskset's CPU list: "0", or "0,1" for every core of this machine. */
@@ -18,18 +25,19 @@ export async function start(
   script: string,
   env: Record<string, string>,
   readyUrl: string,
+  { wrapper = [], readyTimeoutMs = 30_000 }: StartOptions = {},
 ): Promise<ChildProcess> {
   const child = spawn(
     'taskset',
     // Compiled JavaScript needs no loader: tsx's loader thread would add its own memory and CPU.
-    ['-c', cores, process.execPath, script],
+    ['-c', cores, ...wrapper, process.execPath, script],
     {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + readyTimeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
     const ok = await fetch(readyUrl).then(
@@ -40,7 +48,7 @@ export async function start(
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   child.kill('SIGKILL');
-  throw new Error(`${script} did not answer ${readyUrl} within 30 s`);
+  throw new Error(`${script} did not answer ${readyUrl} within ${readyTimeoutMs / 1000} s`);
 }
 
 /** The compiled sandbox on core 1 (with the load generator), ready once it answers. */
@@ -64,6 +72,7 @@ export function startFacade(
   workers = 1,
   /** What runs: the deployed entry, or bench/lean.js (the app with layers left out). */
   script = 'dist/src/main.js',
+  options: StartOptions = {},
 ): Promise<ChildProcess> {
   return start(
     workers > 1 ? '0,1' : '0',
@@ -77,6 +86,7 @@ export function startFacade(
       ...env,
     },
     `http://127.0.0.1:${port}/health`,
+    options,
   );
 }
 
@@ -88,12 +98,14 @@ export function startFloor(
   port: number,
   upstreamUrl: string,
   server: 'node' | 'yoga' = 'node',
+  options: StartOptions = {},
 ): Promise<ChildProcess> {
   return start(
     '0',
     'dist/bench/floor.js',
-    { PORT: String(port), UPSTREAM_URL: upstreamUrl, FLOOR_SERVER: server },
+    { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, FLOOR_SERVER: server },
     `http://127.0.0.1:${port}/health`,
+    options,
   );
 }
 

@@ -6,12 +6,15 @@
 //
 // `npm run bench -- --attribution`: instead, bench/attribution.ts, the CPU per request of the
 // floor, the floor on Yoga and the facade with layers left out, for docs/performance.md.
+// `npm run bench -- --instructions`: instead, bench/instructions.ts, the same variants' instructions
+// per request under valgrind, which this machine's noise does not move.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
 import { attribution } from './attribution.js';
+import { instructions } from './instructions.js';
 import {
   build,
   cpuSeconds,
@@ -32,6 +35,7 @@ const workersFlag = process.argv.indexOf('--workers');
 const WORKERS = workersFlag > 0 ? Number(process.argv[workersFlag + 1]) : 1;
 if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers takes a whole number');
 const ATTRIBUTION = process.argv.includes('--attribution');
+const INSTRUCTIONS = process.argv.includes('--instructions');
 // `npm run bench -- --warm-up`: only the warm-up curves of a fresh facade and a fresh floor.
 const WARM_UP_ONLY = process.argv.includes('--warm-up');
 
@@ -203,6 +207,10 @@ async function main() {
     children.push(sandbox);
     if (ATTRIBUTION) {
       await attribution(sandboxUrl, scenarios.page);
+      return;
+    }
+    if (INSTRUCTIONS) {
+      await instructions(sandboxUrl, scenarios.page);
       return;
     }
     if (WARM_UP_ONLY) {
