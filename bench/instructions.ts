@@ -1,6 +1,7 @@
 // `npm run bench -- --instructions`: the instructions each server executes per list request,
-// counted by valgrind's callgrind. CPU time on this shared VM moves by ±30% between runs, which
-// hides a cut of a few percent; an instruction count repeats to about 1% on a quiet machine.
+// counted by valgrind's callgrind. CPU time on this shared VM moves by ±30% between runs; a count
+// moves by about ±10% (V8's background compiler is scheduled differently from run to run under
+// valgrind: docs/performance.md), so compare variants of one run, and nothing else may run.
 //
 // Each variant runs under callgrind with instrumentation off (about ten times slower than native,
 // not fifty) while it serves WARM requests, so that V8 has optimised its request path as it would

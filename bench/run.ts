@@ -7,7 +7,7 @@
 // `npm run bench -- --attribution`: instead, bench/attribution.ts, the CPU per request of the
 // floor, the floor on Yoga and the facade with layers left out, for docs/performance.md.
 // `npm run bench -- --instructions`: instead, bench/instructions.ts, the same variants' instructions
-// per request under valgrind, which this machine's noise does not move.
+// per request under valgrind, which move less than CPU time between runs.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
