@@ -12,12 +12,12 @@ const ROUNDS = Number(process.env.BENCH_ATTRIBUTION_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 4);
 
-export const REQUEST_PHASE = 'cacheControl,metrics,readiness,csrf,bodySize,mediaType';
-export const VALIDATION_PHASE = 'limits,operationTypes,listLimits,cost';
-export const ALL_LAYERS = `requestLog,rateLimit,${REQUEST_PHASE},${VALIDATION_PHASE},upstreamCalls`;
+const REQUEST_PHASE = 'cacheControl,metrics,readiness,csrf,bodySize,mediaType';
+const VALIDATION_PHASE = 'limits,operationTypes,listLimits,cost';
+const ALL_LAYERS = `requestLog,rateLimit,${REQUEST_PHASE},${VALIDATION_PHASE},upstreamCalls`;
 
-/** Facade variants: what each leaves out (BENCH_OMIT of bench/lean.ts). */
-const FACADE_VARIANTS: Record<string, string> = {
+/** Facade variants: what each leaves out (BENCH_OMIT of bench/lean.ts); instructions.ts's too. */
+export const FACADE_VARIANTS: Record<string, string> = {
   whole: '',
   'without request log': 'requestLog',
   'without rate limit': 'rateLimit',

@@ -18,22 +18,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { ALL_LAYERS, REQUEST_PHASE, VALIDATION_PHASE } from './attribution.js';
+import { FACADE_VARIANTS } from './attribution.js';
 import { startFacade, startFloor } from './processes.js';
 
 const WARM = Number(process.env.BENCH_INSTRUCTIONS_WARM ?? 12_000);
 const COUNTED = Number(process.env.BENCH_INSTRUCTIONS_COUNTED ?? 1_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-
-/** What each facade variant leaves out (BENCH_OMIT of bench/lean.ts). */
-const FACADE_VARIANTS: Record<string, string> = {
-  whole: '',
-  'without request log': 'requestLog',
-  'without rate limit': 'rateLimit',
-  "without the request phase's checks": REQUEST_PHASE,
-  "without the validation phase's": VALIDATION_PHASE,
-  'without any optional layer': ALL_LAYERS,
-};
 
 interface Count {
   mainPerRequest: number;

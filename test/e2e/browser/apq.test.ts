@@ -22,7 +22,6 @@ interface RunResult {
   networkError: string | undefined;
 }
 
-/** What a request to /graphql carried: its method, whether it held the text, its APQ hash. */
 /** A client's first try of a query: a hash-only GET that misses, then the document sent with it. */
 function expectMissThenUpload(miss: Exchange | undefined, upload: Exchange | undefined) {
   expect(miss).toMatchObject({
@@ -34,6 +33,7 @@ function expectMissThenUpload(miss: Exchange | undefined, upload: Exchange | und
   expect(upload).toMatchObject({ hasQuery: true, hash: miss?.hash, code: undefined });
 }
 
+/** What a request to /graphql carried: its method, whether it held the text, its APQ hash. */
 function describeRequest(method: string, url: URL, body: string | null) {
   const params = body
     ? (JSON.parse(body) as { query?: string; extensions?: unknown })
