@@ -307,6 +307,8 @@ const schema = z.object({
     .pipe(z.array(origin, 'must be comma-separated origins like https://app.example.com'))
     .optional(),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(25_000),
+  // Unset: 10 s with NODE_ENV=production, 0 (start at once) in development.
+  WARM_UP_MS: int(0, 120_000).optional(),
   READINESS_CHECK_UPSTREAM: bool.default(false),
   MAX_UPSTREAM_CALLS: int(1, 10_000).default(20),
   // Explicit choice of the built-in sandbox as the upstream; required for it in production.
@@ -437,6 +439,8 @@ export interface Config {
   /** Origins allowed to call from a browser; unset: same origin only. */
   corsOrigins: string[] | undefined;
   shutdownGraceMs: number;
+  /** How long the process may warm its request path before it listens; 0: not at all. */
+  warmUpMs: number;
   readinessCheckUpstream: boolean;
   /** Upstream calls one GraphQL request may cause; a logical call counts once, retries included. */
   maxUpstreamCalls: number;
@@ -523,6 +527,7 @@ function toConfig(env: Env): Config {
     },
     corsOrigins: env.CORS_ORIGINS,
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
+    warmUpMs: env.WARM_UP_MS ?? (env.NODE_ENV === 'production' ? 10_000 : 0),
     readinessCheckUpstream: env.READINESS_CHECK_UPSTREAM,
     maxUpstreamCalls: env.MAX_UPSTREAM_CALLS,
     workers:

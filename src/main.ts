@@ -16,7 +16,11 @@ import {
   createMemoryApqStore,
   createRedisApqStore,
 } from './plugins/request/use-apq.js';
-import { createRateLimiter, type RateLimiter } from './plugins/request/use-rate-limit.js';
+import {
+  createRateLimiter,
+  divertible,
+  type RateLimiter,
+} from './plugins/request/use-rate-limit.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
 import { warmUp } from './process/warm-up.js';
 import { connectRedis } from './redis.js';
@@ -187,7 +191,9 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     config.rateLimit.redisUrl && usesRedis
       ? await connectRedis(config.rateLimit.redisUrl, logger)
       : undefined;
-  const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
+  const limiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
+  // Divertible: the warm-up's requests must take no points from anyone's budget.
+  const rateLimiter = limiter && divertible(limiter);
   const redisReady = redis ? redisIsReady(redis, 5_000) : undefined;
   const apqStore = !config.apq.enabled
     ? undefined
@@ -211,13 +217,24 @@ async function start(config: Config, logger: Logger): Promise<Started> {
   });
 
   // Before listening, so before readiness: the request path is compiled before the first client
-  // request rather than during the first seconds of load. It must never call the upstream.
-  // Production only: in development it would only delay every start and every replaced worker.
-  if (config.production) {
-    const { failed } = await warmUp(config).catch((error: unknown) => {
+  // request rather than during the first seconds of load. It must never call the upstream, and it
+  // must run before listen(): while it runs, the app's upstream calls go to a stand-in.
+  // WARM_UP_MS is 0 in development: there it would only delay every start and replaced worker.
+  if (config.warmUpMs > 0) {
+    const began = performance.now();
+    const { requests, failed } = await warmUp(config, {
+      app: yoga,
+      client,
+      logger,
+      metrics,
+      rateLimiter,
+      tracing,
+    }).catch((error: unknown) => {
       logger.warn({ err: error }, 'warm-up failed; serving without it');
-      return { failed: 0 };
+      return { requests: 0, failed: 0 };
     });
+    const ms = Math.round(performance.now() - began);
+    logger.info({ requests, failed, ms }, `Warmed up: ${requests} requests in ${ms} ms`);
     if (failed > 0) logger.warn({ failed }, 'warm-up: some operations failed');
   }
 

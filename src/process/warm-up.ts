@@ -1,121 +1,257 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Kind, OperationTypeNode, parse } from 'graphql';
 import { Pool } from 'undici';
-import { createApp } from '../app.js';
+import { PATHS } from '../app.js';
 import type { Config } from '../config.js';
-import { silentLogger } from '../observability/logger.js';
-import { createRateLimiter } from '../plugins/request/use-rate-limit.js';
-import { UpstreamClient } from '../upstream/client.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
+import {
+  createRateLimiter,
+  type DivertibleRateLimiter,
+} from '../plugins/request/use-rate-limit.js';
+import { DOCUMENT_ID_PARAM } from '../plugins/request/use-trusted-documents.js';
+import type { UpstreamClient } from '../upstream/client.js';
+
+/** The serving app and what it acts on: the warm-up turns each effect away while it runs. */
+export interface WarmUpTarget {
+  /** The app that will serve (createApp's): its own request path is what gets compiled. */
+  app: RequestListener;
+  client: UpstreamClient;
+  logger: Logger;
+  metrics: Metrics;
+  rateLimiter?: DivertibleRateLimiter | undefined;
+  tracing?: Tracing | undefined;
+}
+
+export interface WarmUpLimits {
+  /** Default: config.warmUpMs. */
+  durationMs?: number;
+  /** Default: WARM_UP_REQUESTS. */
+  requests?: number;
+}
 
 /**
- * Before the server listens (so before readiness is true): representative operations through a
- * second app built from the same code, over real HTTP on loopback, against an in-process stand-in
- * for the upstream. V8 then has the request path compiled when the first client arrives, instead
- * of paying for it during the first seconds of load.
+ * Before the server listens (so before readiness is true): representative requests through the
+ * serving app itself, over real HTTP on loopback, against an in-process stand-in for the upstream.
+ * V8 then has the request path optimised when the first client arrives, instead of compiling it
+ * during the first seconds of load (docs/performance.md, "The warm-up").
  *
- * It must never call the real upstream (the stand-in answers every call) and it leaves nothing
- * behind: its own app, client, rate limiter and servers are closed before it returns. It is bounded
- * by time as well as by count, so a slow machine starts late by at most WARM_UP_MS.
+ * It must be the serving app, not a second one built alike: graphql-jit compiles each app's
+ * queries into functions of their own, and much of the facade's code is closures per app, which
+ * a second app leaves cold. And it must look like real traffic (other headers, probes, GET,
+ * connections that close): what the warm-up has not shown V8 deoptimises the optimised code the
+ * first time a real client sends it, and the first seconds pay for compiling it again.
+ *
+ * While it runs, the app's effects are turned away, and given back in `finally`:
+ * - upstream calls go to the stand-in (`client.divert`), never to the configured upstream;
+ * - rate-limit points come from a throwaway memory limiter, never from a client's budget, Redis
+ *   or a cluster's primary;
+ * - spans are dropped, not exported;
+ * - the log is raised to `warn`: its request lines are not the service's, warnings still show;
+ * - the metrics forget its traffic afterwards (`metrics.resetTraffic`).
+ * Hence before listening only: a real request meanwhile would be answered by the stand-in.
+ *
+ * Bounded by time as well as by count, so a slow machine starts late by at most WARM_UP_MS. A
+ * request that fails is counted, never thrown: warming must not keep the process from starting.
  */
-export async function warmUp(config: Config): Promise<{ requests: number; failed: number }> {
-  const upstream = await listen(createServer(standInUpstream));
-  const client = new UpstreamClient({
-    ...config.upstream,
-    baseUrl: `http://127.0.0.1:${port(upstream)}`,
-    apiKey: undefined,
-  });
-  // The same kind of limiter as the real app's (memory, never Redis), with room for every request.
-  const rateLimiter = await createRateLimiter({
-    points: WARM_UP_REQUESTS * 2,
+export async function warmUp(
+  config: Config,
+  target: WarmUpTarget,
+  { durationMs = config.warmUpMs, requests = WARM_UP_REQUESTS }: WarmUpLimits = {},
+): Promise<{ requests: number; failed: number }> {
+  const { app, client, logger, metrics, rateLimiter, tracing } = target;
+  const upstream = await listen(createServer(standInUpstream()));
+  const restores: (() => void)[] = [];
+  const limiter = await createRateLimiter({
+    points: requests * 2,
     windowS: 60,
     redisUrl: undefined,
   });
-  // Silent: what it answers is thrown away, and nothing of it belongs in the process's log.
-  const app = createApp({
-    config: warmUpConfig(config),
-    client,
-    rateLimiter,
-    logger: silentLogger(),
-  });
-  const server = await listen(createServer(app));
-  const pool = new Pool(`http://127.0.0.1:${port(server)}`, { connections: CONCURRENCY });
-  const deadline = Date.now() + WARM_UP_MS;
-  let sent = 0;
-  let failed = 0;
-  const worker = async () => {
-    while (sent < WARM_UP_REQUESTS && Date.now() < deadline) {
-      const body = OPERATIONS[sent++ % OPERATIONS.length] as string;
-      // A warm-up request that fails (a loopback socket closed under it, say) is counted, never
-      // thrown: warming is an optimisation and must not keep the process from starting.
-      try {
-        const response = await pool.request({
-          method: 'POST',
-          path: '/graphql',
-          headers: { 'content-type': 'application/json' },
-          body,
-        });
-        const text = await response.body.text();
-        if (response.statusCode !== 200 || text.includes('"errors"')) failed++;
-      } catch {
-        failed++;
-      }
-    }
-  };
+  let server: Server | undefined;
+  let pool: Pool | undefined;
   try {
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    restores.push(client.divert(`http://127.0.0.1:${port(upstream)}`));
+    if (rateLimiter && limiter) restores.push(rateLimiter.divert(limiter));
+    if (tracing) restores.push(tracing.mute());
+    restores.push(quieter(logger));
+
+    server = await listen(createServer(app));
+    pool = new Pool(`http://127.0.0.1:${port(server)}`, {
+      connections: CONCURRENCY,
+      // Connections end and start again as real clients' do: closing one is part of the path.
+      maxRequestsPerClient: REQUESTS_PER_CONNECTION,
+      headersTimeout: REQUEST_TIMEOUT_MS,
+      bodyTimeout: REQUEST_TIMEOUT_MS,
+    });
+    const requestsToSend = warmUpRequests(config);
+    const deadline = Date.now() + durationMs;
+    let sent = 0;
+    let failed = 0;
+    const worker = async (through: Pool) => {
+      while (sent < requests && Date.now() < deadline) {
+        const request = requestsToSend[sent++ % requestsToSend.length] as WarmUpRequest;
+        try {
+          const response = await through.request(request);
+          const text = await response.body.text();
+          if (response.statusCode !== 200 || text.includes('"errors"')) failed++;
+        } catch {
+          failed++;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, () => worker(pool as Pool)));
     return { requests: sent, failed };
   } finally {
-    await pool.close();
-    await close(server);
-    await client.close();
-    await rateLimiter?.close();
+    await pool?.close();
+    if (server) await close(server);
+    for (const restore of restores.reverse()) restore();
+    metrics.resetTraffic();
+    await limiter?.close();
     await close(upstream);
   }
 }
 
-/**
- * The process's configuration without the gates that would refuse the warm-up's own requests
- * (client tokens in service-key mode, trusted documents only) and without Redis: the warm-up runs
- * the request path, and a refused request would warm only the refusal.
- */
-function warmUpConfig(config: Config): Config {
-  return {
-    ...config,
-    upstream: { ...config.upstream, apiKey: undefined },
-    clientTokens: undefined,
-    persistedDocuments: { ...config.persistedDocuments, only: false },
-    apq: { ...config.apq, redisUrl: undefined },
+const WARM_UP_REQUESTS = 20_000;
+const CONCURRENCY = 16;
+const REQUESTS_PER_CONNECTION = 100;
+const REQUEST_TIMEOUT_MS = 5_000;
+/** One in this many requests is a liveness probe, as a cluster's kubelet sends. */
+const PROBE_EVERY = 50;
+
+/** Raises the log to `warn` if it is below, and gives back a function that lowers it again. */
+function quieter(logger: Logger): () => void {
+  const level = logger.level;
+  if (logger.levelVal < (logger.levels.values.warn ?? 40)) logger.level = 'warn';
+  return () => {
+    logger.level = level;
   };
 }
 
-const WARM_UP_MS = 3_000;
-const WARM_UP_REQUESTS = 4_000;
-const CONCURRENCY = 16;
+interface WarmUpRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
-const operation = (query: string, variables?: Record<string, unknown>) =>
-  JSON.stringify({ query, ...(variables ? { variables } : {}) });
-const OPERATIONS = [
-  operation(`{ repositories(limit: 20) { ${PAGE_FIELDS} } }`),
-  operation(
-    `{ a: repositories(limit: 20) { ${PAGE_FIELDS} } b: repositories(limit: 20) { total } }`,
-  ),
-  operation(
-    `{ p0: repositories(limit: 20, offset: 0) { ${PAGE_FIELDS} } p1: repositories(limit: 20, offset: 20) { ${PAGE_FIELDS} } }`,
-  ),
-  operation(
-    `query Page($limit: Int, $offset: Int) { repositories(limit: $limit, offset: $offset) { ${PAGE_FIELDS} } }`,
-    { limit: 10, offset: 5 },
-  ),
-  operation(
-    '{ repositoriesConnection(first: 5) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node { id defaultBranch } } } }',
-  ),
-  operation('{ __typename }'),
+const OPERATIONS: { query: string; variables?: Record<string, unknown> }[] = [
+  { query: `{ repositories(limit: 20) { ${PAGE_FIELDS} } }` },
+  {
+    query: `{ a: repositories(limit: 20) { ${PAGE_FIELDS} } b: repositories(limit: 20) { total } }`,
+  },
+  {
+    query: `{ p0: repositories(limit: 20, offset: 0) { ${PAGE_FIELDS} } p1: repositories(limit: 20, offset: 20) { ${PAGE_FIELDS} } }`,
+  },
+  {
+    query: `query Page($limit: Int, $offset: Int) { repositories(limit: $limit, offset: $offset) { ${PAGE_FIELDS} } }`,
+    variables: { limit: 10, offset: 5 },
+  },
+  {
+    query:
+      '{ repositoriesConnection(first: 5) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node { id defaultBranch } } } }',
+  },
+  { query: '{ __typename }' },
 ];
 
-// A page of the upstream's list, shaped as the real one (maps of branches and tags), whatever
-// limit and offset are asked: the stand-in only has to exercise the facade's code, not page.
+/** The headers of the clients the facade meets: a bare one, fetch in Node or a browser, urql's. */
+const CLIENT_HEADERS: Record<string, string>[] = [
+  {},
+  {
+    accept: '*/*',
+    'accept-language': '*',
+    'accept-encoding': 'gzip, deflate',
+    'sec-fetch-mode': 'cors',
+    'user-agent': 'node',
+  },
+  { accept: 'application/graphql-response+json, application/graphql+json, application/json' },
+  { accept: 'application/json', 'user-agent': 'Mozilla/5.0', 'x-request-id': 'warm-up' },
+];
+
+/**
+ * What the warm-up sends, in order, round and round: its operations (or, where only trusted
+ * documents run, the trusted queries by id), by POST and by GET, with each client's headers, and
+ * now and then a liveness probe. Never a mutation: the stand-in answers reads only, and a
+ * warm-up must not even look like a write. Where clients must present a token (service-key
+ * mode's CLIENT_TOKENS), it presents one of them: the request is the process's own, on loopback.
+ */
+function warmUpRequests(config: Config): WarmUpRequest[] {
+  const { documents, only } = config.persistedDocuments;
+  const bodies: Record<string, unknown>[] =
+    only && documents
+      ? [...documents]
+          .filter(([, text]) => isQuery(text))
+          .map(([id]) => ({ [DOCUMENT_ID_PARAM]: id }))
+      : OPERATIONS.map((operation) => ({ ...operation }));
+  const token = config.upstream.apiKey ? config.clientTokens?.[0] : undefined;
+  const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  const requests: WarmUpRequest[] = [];
+  for (const [i, body] of bodies.entries()) {
+    for (const [j, headers] of CLIENT_HEADERS.entries()) {
+      // Every fourth of them over GET, as GraphQL over HTTP allows for queries; with the header
+      // that tells the CSRF check a page could not have sent it, as Apollo Client's GET does.
+      const get = (i + j) % 4 === 3;
+      requests.push(
+        get
+          ? {
+              method: 'GET',
+              path: `${PATHS.graphql}?${searchParams(body)}`,
+              headers: { ...headers, ...auth, 'apollo-require-preflight': 'true' },
+            }
+          : {
+              method: 'POST',
+              path: PATHS.graphql,
+              headers: { 'content-type': 'application/json', ...headers, ...auth },
+              body: JSON.stringify(body),
+            },
+      );
+    }
+  }
+  // Interleaved with liveness probes (never /readiness: with READINESS_CHECK_UPSTREAM it calls
+  // the upstream; nor /metrics: in a cluster worker it asks the primary).
+  const probe: WarmUpRequest = {
+    method: 'GET',
+    path: PATHS.health,
+    headers: CLIENT_HEADERS[1] ?? {},
+  };
+  return requests.flatMap((request, i) =>
+    i % PROBE_EVERY === PROBE_EVERY - 1 ? [request, probe] : [request],
+  );
+}
+
+function isQuery(document: string): boolean {
+  try {
+    return parse(document).definitions.every(
+      (definition) =>
+        definition.kind !== Kind.OPERATION_DEFINITION ||
+        definition.operation === OperationTypeNode.QUERY,
+    );
+  } catch {
+    return false;
+  }
+}
+
+function searchParams(body: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(body))
+    params.set(key, typeof value === 'string' ? value : JSON.stringify(value));
+  return params.toString();
+}
+
+/**
+ * A page of the upstream's list, shaped as the real one (maps of branches and tags), whatever
+ * limit and offset are asked: the stand-in only has to exercise the facade's code, not page. Each
+ * page is built once: the stand-in's own work is not what is being warmed.
+ */
 const STAND_IN_TOTAL = 1_000;
 function standInPage(limit: number, offset: number): string {
   const repositories = Array.from({ length: limit }, (_, i) => {
@@ -137,17 +273,28 @@ function standInPage(limit: number, offset: number): string {
   return JSON.stringify({ repositories, total: STAND_IN_TOTAL, offset });
 }
 
-function standInUpstream(request: IncomingMessage, response: ServerResponse): void {
-  request.resume();
-  const url = new URL(request.url ?? '/', 'http://stand-in');
-  if (request.method !== 'GET' || url.pathname !== '/git/v1/repo') {
-    response.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"not found"}');
-    return;
-  }
-  const limit = Math.min(Number(url.searchParams.get('limit') ?? 20), 100);
-  const offset = Number(url.searchParams.get('offset') ?? 0);
-  const body = standInPage(limit, Math.min(offset, STAND_IN_TOTAL));
-  response.writeHead(200, { 'content-type': 'application/json' }).end(body);
+function standInUpstream(): (request: IncomingMessage, response: ServerResponse) => void {
+  const pages = new Map<string, string>();
+  return (request, response) => {
+    request.resume();
+    const url = new URL(request.url ?? '/', 'http://stand-in');
+    // Whatever path prefix UPSTREAM_URL has, the client keeps it in front of the route.
+    if (request.method !== 'GET' || !url.pathname.endsWith('/git/v1/repo')) {
+      response
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end('{"message":"not found"}');
+      return;
+    }
+    const limit = Math.min(Number(url.searchParams.get('limit') ?? 20), 100);
+    const offset = Math.min(Number(url.searchParams.get('offset') ?? 0), STAND_IN_TOTAL);
+    const key = `${limit}:${offset}`;
+    let body = pages.get(key);
+    if (body === undefined) {
+      body = standInPage(limit, offset);
+      pages.set(key, body);
+    }
+    response.writeHead(200, { 'content-type': 'application/json' }).end(body);
+  };
 }
 
 // Exclusive: in a cluster worker a plain listen(0) is routed through the primary, which gives

@@ -105,9 +105,9 @@ interface Send<T> {
 export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #dispatcher: Dispatcher;
-  readonly #origin: string;
+  #origin: string;
   readonly #prefix: string;
-  readonly #breaker: Breaker;
+  #breaker: Breaker;
   readonly #server: { address: string; port: number };
   #calls = 0;
 
@@ -194,6 +194,25 @@ export class UpstreamClient {
 
   async close(): Promise<void> {
     await this.#dispatcher.close();
+  }
+
+  /**
+   * The warm-up's (src/process/warm-up.ts): every call goes to `origin`, a stand-in on loopback,
+   * until the returned function is called; that also gives back a fresh circuit breaker, so nothing
+   * the stand-in answered counts against the real upstream. Only before the server listens: a
+   * call made meanwhile for a real client would get the stand-in's answer.
+   */
+  divert(origin: string): () => void {
+    const real = this.#origin;
+    this.#origin = new URL(origin).origin;
+    return () => {
+      this.#origin = real;
+      this.#breaker = createBreaker(
+        this.#options.breakerThreshold,
+        this.#options.breakerCooldownMs,
+        this.#options.onBreakerChange,
+      );
+    };
   }
 
   async #send<T>(request: Send<T>, call: CallContext): Promise<T> {
