@@ -10,7 +10,7 @@ import { Kind, OperationTypeNode, parse } from 'graphql';
 import { Pool } from 'undici';
 import { PATHS } from '../app.js';
 import type { Config } from '../config.js';
-import type { Logger } from '../observability/logger.js';
+import { type Logger, muteRequestLines } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import {
@@ -55,7 +55,8 @@ export interface WarmUpLimits {
  * - rate-limit points come from a throwaway memory limiter, never from a client's budget, Redis
  *   or a cluster's primary;
  * - spans are dropped, not exported;
- * - the log is raised to `warn`: its request lines are not the service's, warnings still show;
+ * - its request lines are built but not written (`muteRequestLines`): they are not the
+ *   service's; every other line is written;
  * - the metrics forget its traffic afterwards (`metrics.resetTraffic`).
  * Hence before listening only: a real request meanwhile would be answered by the stand-in.
  *
@@ -81,7 +82,7 @@ export async function warmUp(
     restores.push(client.divert(`http://127.0.0.1:${port(upstream)}`));
     if (rateLimiter && limiter) restores.push(rateLimiter.divert(limiter));
     if (tracing) restores.push(tracing.mute());
-    restores.push(quieter(logger));
+    restores.push(muteRequestLines(logger));
 
     server = await listen(createServer(app));
     pool = new Pool(`http://127.0.0.1:${port(server)}`, {
@@ -126,15 +127,6 @@ const REQUEST_TIMEOUT_MS = 5_000;
 /** One in this many requests is a liveness probe, as a cluster's kubelet sends. */
 const PROBE_EVERY = 50;
 
-/** Raises the log to `warn` if it is below, and gives back a function that lowers it again. */
-function quieter(logger: Logger): () => void {
-  const level = logger.level;
-  if (logger.levelVal < (logger.levels.values.warn ?? 40)) logger.level = 'warn';
-  return () => {
-    logger.level = level;
-  };
-}
-
 interface WarmUpRequest {
   method: 'GET' | 'POST';
   path: string;
@@ -163,13 +155,17 @@ const OPERATIONS: { query: string; variables?: Record<string, unknown> }[] = [
   { query: '{ __typename }' },
 ];
 
-/** The headers of the clients the facade meets: a bare one, fetch in Node or a browser, urql's. */
+/**
+ * The headers of the clients the facade meets: a bare one, fetch in Node or a browser, urql's.
+ * None asks for compression: zlib's buffers would stay resident (about 8 MB, docs/performance.md)
+ * in a process whose clients may never want it.
+ */
 const CLIENT_HEADERS: Record<string, string>[] = [
   {},
   {
     accept: '*/*',
     'accept-language': '*',
-    'accept-encoding': 'gzip, deflate',
+    'accept-encoding': 'identity',
     'sec-fetch-mode': 'cors',
     'user-agent': 'node',
   },
@@ -248,26 +244,30 @@ function searchParams(body: Record<string, unknown>): string {
 }
 
 /**
- * A page of the upstream's list, shaped as the real one (maps of branches and tags), whatever
- * limit and offset are asked: the stand-in only has to exercise the facade's code, not page. Each
- * page is built once: the stand-in's own work is not what is being warmed.
+ * A page of the upstream's list, whatever limit and offset are asked: the stand-in only has to
+ * exercise the facade's code, not page. Its objects have the upstream's fields in the order its
+ * description gives (branch: default, name, target; tag: name, target, message) and its optional
+ * ones left out now and then, as the real answers do: a shape the warm-up never showed would
+ * undo the decoder's optimised code at the first real answer. Each page is built once.
  */
 const STAND_IN_TOTAL = 1_000;
 function standInPage(limit: number, offset: number): string {
   const repositories = Array.from({ length: limit }, (_, i) => {
     const n = offset + i;
     const hash = n.toString(16).padStart(40, '0');
+    const tags: Record<string, Record<string, string>> = {
+      'v1.0.0': { name: 'v1.0.0', target: hash, message: 'Release v1.0.0' },
+      'v1.1.0': { name: 'v1.1.0', target: hash },
+    };
+    if (n % 7 === 6) tags['v0.9.0'] = { target: hash, message: 'Release v0.9.0' };
     return {
       id: `repo-${n}`,
       defaultBranch: 'main',
       branches: {
-        main: { name: 'main', target: hash, default: true },
-        develop: { target: hash, default: false },
+        main: { default: true, name: 'main', target: hash },
+        ...(n % 3 === 0 ? {} : { develop: { default: false, name: 'develop', target: hash } }),
       },
-      tags: {
-        'v1.0.0': { name: 'v1.0.0', target: hash, message: 'Release v1.0.0' },
-        'v1.1.0': { target: hash, message: null },
-      },
+      tags,
     };
   });
   return JSON.stringify({ repositories, total: STAND_IN_TOTAL, offset });

@@ -29,6 +29,11 @@ export type BreakerState = 'closed' | 'open' | 'half_open';
 
 export interface Breaker {
   run<T>(attempt: () => Promise<T>): Promise<T>;
+  /**
+   * Closed, its count of faults forgotten, as when it was created; without a state change to
+   * report. For the warm-up's end: its calls went to a stand-in and prove nothing of the upstream.
+   */
+  reset(): void;
 }
 
 /**
@@ -41,28 +46,37 @@ export function createBreaker(
   cooldownMs: number,
   onChange?: (state: BreakerState) => void,
 ): Breaker {
-  if (threshold <= 0) return { run: (attempt) => attempt() };
-  const policy = circuitBreaker(
-    // The trial call of a half-open circuit whose client went away proved nothing: the circuit
-    // stays open rather than closing on no evidence (cockatiel closes on an unhandled error).
-    handleWhen(
-      (error) =>
-        isUpstreamFault(error) ||
-        (error instanceof UpstreamError &&
-          error.cancelled &&
-          policy.state === CircuitState.HalfOpen),
-    ),
-    { halfOpenAfter: cooldownMs, breaker: new ConsecutiveBreaker(threshold) },
-  );
-  if (onChange) {
-    policy.onBreak(() => onChange('open'));
-    policy.onHalfOpen(() => onChange('half_open'));
-    policy.onReset(() => onChange('closed'));
-  }
+  if (threshold <= 0) return { run: (attempt) => attempt(), reset: () => {} };
+  const create = () => {
+    const policy = circuitBreaker(
+      // The trial call of a half-open circuit whose client went away proved nothing: the circuit
+      // stays open rather than closing on no evidence (cockatiel closes on an unhandled error).
+      handleWhen(
+        (error) =>
+          isUpstreamFault(error) ||
+          (error instanceof UpstreamError &&
+            error.cancelled &&
+            policy.state === CircuitState.HalfOpen),
+      ),
+      { halfOpenAfter: cooldownMs, breaker: new ConsecutiveBreaker(threshold) },
+    );
+    if (onChange) {
+      policy.onBreak(() => onChange('open'));
+      policy.onHalfOpen(() => onChange('half_open'));
+      policy.onReset(() => onChange('closed'));
+    }
+    return policy;
+  };
+  let policy = create();
+  // One `run` for the breaker's life, whatever reset() does: a new function there would undo the
+  // optimised code of every caller that the warm-up compiled.
   return {
     run: (attempt) =>
       policy.execute(attempt).catch((error: unknown) => {
         throw isBrokenCircuitError(error) ? new CircuitOpenError(cooldownMs) : error;
       }),
+    reset: () => {
+      policy = create();
+    },
   };
 }

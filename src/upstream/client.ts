@@ -107,7 +107,7 @@ export class UpstreamClient {
   readonly #dispatcher: Dispatcher;
   #origin: string;
   readonly #prefix: string;
-  #breaker: Breaker;
+  readonly #breaker: Breaker;
   readonly #server: { address: string; port: number };
   #calls = 0;
 
@@ -198,20 +198,16 @@ export class UpstreamClient {
 
   /**
    * The warm-up's (src/process/warm-up.ts): every call goes to `origin`, a stand-in on loopback,
-   * until the returned function is called; that also gives back a fresh circuit breaker, so nothing
-   * the stand-in answered counts against the real upstream. Only before the server listens: a
-   * call made meanwhile for a real client would get the stand-in's answer.
+   * until the returned function is called; that also resets the circuit breaker, so nothing the
+   * stand-in answered counts against the real upstream. Only before the server listens: a call
+   * made meanwhile for a real client would get the stand-in's answer.
    */
   divert(origin: string): () => void {
     const real = this.#origin;
     this.#origin = new URL(origin).origin;
     return () => {
       this.#origin = real;
-      this.#breaker = createBreaker(
-        this.#options.breakerThreshold,
-        this.#options.breakerCooldownMs,
-        this.#options.onBreakerChange,
-      );
+      this.#breaker.reset();
     };
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { acceptedRequestId, type Context } from '../../context.js';
-import type { Logger } from '../../observability/logger.js';
+import { type Logger, REQUEST_MESSAGE } from '../../observability/logger.js';
 import type { ClientIdentity, Metrics } from '../../observability/metrics.js';
 
 interface RequestState {
@@ -182,7 +182,7 @@ export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions
       cancelled: cancelled || undefined,
     };
     if (probes.has(state.path)) logger.debug(line, 'probe');
-    else if (status >= 500) logger.error(line, 'request');
-    else logger.info(line, 'request');
+    else if (status >= 500) logger.error(line, REQUEST_MESSAGE);
+    else logger.info(line, REQUEST_MESSAGE);
   }
 }
