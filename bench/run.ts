@@ -29,6 +29,8 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 /** Seconds of load on the page that each server gets before anything is measured. */
 const WARM_S = Number(process.env.BENCH_WARM_S ?? 25);
+/** Seconds of the same load right before each measured run of a server (not counted). */
+const REWARM_S = Number(process.env.BENCH_REWARM_S ?? 3);
 // `npm run bench -- --workers 2`: the facade as WORKERS=2 on both cores (one process on core 0
 // otherwise).
 const workersFlag = process.argv.indexOf('--workers');
@@ -260,19 +262,27 @@ async function main() {
       runs[key] ??= [];
       runs[key].push(measured);
     };
+    // Each measured run follows a few seconds of the same load, for every server alike. A server
+    // left idle while the others run (50 s for the first one warmed) starts its next load with
+    // code V8 has to optimise again: after 40 s idle, the first 5 s cost 1.5-2 times the steady
+    // state (docs/performance.md, "Fourth session"), and the order would decide who pays it.
+    const measure = async (server: keyof typeof servers, body: string, connections?: number) => {
+      await warm(servers[server].url, body, REWARM_S);
+      return load(servers[server].pid, servers[server].url, body, connections);
+    };
     for (let round = 0; round < ROUNDS; round++) {
       add('direct', await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
-      add('floor page', await load(servers.floor.pid, floorUrl, scenarios.page));
-      add('yoga page', await load(servers.yoga.pid, yogaUrl, scenarios.page));
-      add('facade page', await load(servers.facade.pid, graphqlUrl, scenarios.page));
+      add('floor page', await measure('floor', scenarios.page));
+      add('yoga page', await measure('yoga', scenarios.page));
+      add('facade page', await measure('facade', scenarios.page));
       loadAverages.push(load1());
     }
     for (const scenario of ['fiveAliases', 'threeAdjacentPages'] as const) {
       // A new document: compiled by graphql-jit on its first request, then optimised by V8.
       for (const server of Object.values(servers)) await warm(server.url, scenarios[scenario], 5);
-      add(`floor ${scenario}`, await load(servers.floor.pid, floorUrl, scenarios[scenario]));
-      add(`yoga ${scenario}`, await load(servers.yoga.pid, yogaUrl, scenarios[scenario]));
-      add(`facade ${scenario}`, await load(servers.facade.pid, graphqlUrl, scenarios[scenario]));
+      add(`floor ${scenario}`, await measure('floor', scenarios[scenario]));
+      add(`yoga ${scenario}`, await measure('yoga', scenarios[scenario]));
+      add(`facade ${scenario}`, await measure('facade', scenarios[scenario]));
     }
     loadAverages.push(load1());
     // One client, one request after another: the round trip, not the throughput.
@@ -280,9 +290,9 @@ async function main() {
       'direct round trip',
       await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`, undefined, 1),
     );
-    add('floor round trip', await load(servers.floor.pid, floorUrl, scenarios.page, 1));
-    add('yoga round trip', await load(servers.yoga.pid, yogaUrl, scenarios.page, 1));
-    add('facade round trip', await load(servers.facade.pid, graphqlUrl, scenarios.page, 1));
+    add('floor round trip', await measure('floor', scenarios.page, 1));
+    add('yoga round trip', await measure('yoga', scenarios.page, 1));
+    add('facade round trip', await measure('facade', scenarios.page, 1));
     loadAverages.push(load1());
     // The peaks compared are of the same work: the floors never compress, so the facade's is
     // read before its compressed rows (zlib's buffers are memory of their own).
