@@ -262,10 +262,9 @@ async function main() {
       runs[key] ??= [];
       runs[key].push(measured);
     };
-    // Each measured run follows a few seconds of the same load, for every server alike. A server
-    // left idle while the others run (50 s for the first one warmed) starts its next load with
-    // code V8 has to optimise again: after 40 s idle, the first 5 s cost 1.5-2 times the steady
-    // state (docs/performance.md, "Fourth session"), and the order would decide who pays it.
+    // Each measured run follows a few seconds of the same load, for every server alike: a server
+    // left idle while the others run starts its next load with code V8 has to optimise again
+    // (docs/performance.md, "After idle"), and the order would decide who pays for it.
     const measure = async (server: keyof typeof servers, body: string, connections?: number) => {
       await warm(servers[server].url, body, REWARM_S);
       return load(servers[server].pid, servers[server].url, body, connections);

@@ -71,11 +71,10 @@ export async function warmUp(
   const { app, client, logger, metrics, rateLimiter, tracing } = target;
   const upstream = await listen(createServer(standInUpstream()));
   const restores: (() => void)[] = [];
-  const limiter = await createRateLimiter({
-    points: requests * 2,
-    windowS: 60,
-    redisUrl: undefined,
-  });
+  // Only where the app has a limiter to divert; with room for every warm-up request.
+  const limiter =
+    rateLimiter &&
+    (await createRateLimiter({ points: requests * 2, windowS: 60, redisUrl: undefined }));
   let server: Server | undefined;
   let pool: Pool | undefined;
   try {
@@ -85,18 +84,19 @@ export async function warmUp(
     restores.push(muteRequestLines(logger));
 
     server = await listen(createServer(app));
-    pool = new Pool(`http://127.0.0.1:${port(server)}`, {
+    const through = new Pool(`http://127.0.0.1:${port(server)}`, {
       connections: CONCURRENCY,
       // Connections end and start again as real clients' do: closing one is part of the path.
       maxRequestsPerClient: REQUESTS_PER_CONNECTION,
       headersTimeout: REQUEST_TIMEOUT_MS,
       bodyTimeout: REQUEST_TIMEOUT_MS,
     });
+    pool = through;
     const requestsToSend = warmUpRequests(config);
     const deadline = Date.now() + durationMs;
     let sent = 0;
     let failed = 0;
-    const worker = async (through: Pool) => {
+    const worker = async () => {
       while (sent < requests && Date.now() < deadline) {
         const request = requestsToSend[sent++ % requestsToSend.length] as WarmUpRequest;
         try {
@@ -108,7 +108,7 @@ export async function warmUp(
         }
       }
     };
-    await Promise.all(Array.from({ length: CONCURRENCY }, () => worker(pool as Pool)));
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     return { requests: sent, failed };
   } finally {
     await pool?.close();
@@ -136,7 +136,7 @@ interface WarmUpRequest {
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
-const OPERATIONS: { query: string; variables?: Record<string, unknown> }[] = [
+const OPERATIONS: Record<string, unknown>[] = [
   { query: `{ repositories(limit: 20) { ${PAGE_FIELDS} } }` },
   {
     query: `{ a: repositories(limit: 20) { ${PAGE_FIELDS} } b: repositories(limit: 20) { total } }`,
@@ -157,18 +157,19 @@ const OPERATIONS: { query: string; variables?: Record<string, unknown> }[] = [
 
 /**
  * The headers of the clients the facade meets: a bare one, fetch in Node or a browser, urql's.
- * None asks for compression: zlib's buffers would stay resident (about 8 MB, docs/performance.md)
- * in a process whose clients may never want it.
+ * None asks for compression: zlib's buffers would stay resident in a process whose clients may
+ * never want it.
  */
+const FETCH_HEADERS: Record<string, string> = {
+  accept: '*/*',
+  'accept-language': '*',
+  'accept-encoding': 'identity',
+  'sec-fetch-mode': 'cors',
+  'user-agent': 'node',
+};
 const CLIENT_HEADERS: Record<string, string>[] = [
   {},
-  {
-    accept: '*/*',
-    'accept-language': '*',
-    'accept-encoding': 'identity',
-    'sec-fetch-mode': 'cors',
-    'user-agent': 'node',
-  },
+  FETCH_HEADERS,
   { accept: 'application/graphql-response+json, application/graphql+json, application/json' },
   { accept: 'application/json', 'user-agent': 'Mozilla/5.0', 'x-request-id': 'warm-up' },
 ];
@@ -187,7 +188,7 @@ function warmUpRequests(config: Config): WarmUpRequest[] {
       ? [...documents]
           .filter(([, text]) => isQuery(text))
           .map(([id]) => ({ [DOCUMENT_ID_PARAM]: id }))
-      : OPERATIONS.map((operation) => ({ ...operation }));
+      : OPERATIONS;
   const token = config.upstream.apiKey ? config.clientTokens?.[0] : undefined;
   const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   const requests: WarmUpRequest[] = [];
@@ -214,11 +215,7 @@ function warmUpRequests(config: Config): WarmUpRequest[] {
   }
   // Interleaved with liveness probes (never /readiness: with READINESS_CHECK_UPSTREAM it calls
   // the upstream; nor /metrics: in a cluster worker it asks the primary).
-  const probe: WarmUpRequest = {
-    method: 'GET',
-    path: PATHS.health,
-    headers: CLIENT_HEADERS[1] ?? {},
-  };
+  const probe: WarmUpRequest = { method: 'GET', path: PATHS.health, headers: FETCH_HEADERS };
   return requests.flatMap((request, i) =>
     i % PROBE_EVERY === PROBE_EVERY - 1 ? [request, probe] : [request],
   );
