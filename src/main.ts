@@ -22,6 +22,7 @@ import {
   type RateLimiter,
 } from './plugins/request/use-rate-limit.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
+import { limitHeapGrowth } from './process/heap.js';
 import { warmUp } from './process/warm-up.js';
 import { connectRedis } from './redis.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -371,6 +372,8 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
 
 async function main() {
   const config = readConfig();
+  // Before the app is built and warmed up: their garbage is the first the limit applies to.
+  limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel, undefined, config.tracing !== undefined);
   // Until the server listens, whatever fails is a start-up failure: one stderr line, exit 1.
   const failedToStart = (error: unknown): never => {

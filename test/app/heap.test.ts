@@ -1,0 +1,36 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+
+/** How far (MB) the used heap grew past its live size in test/helpers/heap-churn.ts. */
+async function growthMb(percent: number, nodeFlags: string[] = []): Promise<number> {
+  const { stdout } = await run(process.execPath, [
+    ...nodeFlags,
+    '--expose-gc',
+    '--import',
+    'tsx',
+    'test/helpers/heap-churn.ts',
+    String(percent),
+  ]);
+  return Number(stdout.split(' ')[0]);
+}
+
+describe('HEAP_GROWTH_PERCENT (V8 collects the old generation before it grows far past its live size)', () => {
+  it('keeps the heap near what is live where V8 alone lets it grow to several times that', async () => {
+    const [v8Alone, limited] = await Promise.all([growthMb(0), growthMb(25)]);
+    // About 75 MB live: V8's own policy let the heap grow by about 230 MB here, 25 % by about 90.
+    expect(v8Alone).toBeGreaterThan(150);
+    expect(limited).toBeLessThan(v8Alone * 0.6);
+  }, 30_000);
+
+  it("leaves the policy to node's own --heap-growing-percent when the operator gave one", async () => {
+    const [given, limited] = await Promise.all([
+      growthMb(25, ['--heap-growing-percent=300']),
+      growthMb(25),
+    ]);
+    expect(given).toBeGreaterThan(150);
+    expect(limited).toBeLessThan(given * 0.6);
+  }, 30_000);
+});
