@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
-import { toASCII } from 'tr46';
+import type * as Tr46 from 'tr46';
 import { z } from 'zod';
 import { UpstreamError } from '../errors.js';
 import type { WireDomainVerification } from '../upstream/wire.js';
@@ -9,6 +10,12 @@ const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 const TXT_PREFIX = '_service_custom_hostname';
 const NOT_A_DOMAIN =
   'must be a DNS name of at least two labels (letters, digits or hyphens, 1-63 characters each, not starting or ending with a hyphen), 253 characters at most, and not an IP address';
+
+// tr46 holds Unicode's IDNA tables in the heap for the process's life once loaded: it is
+// loaded by the first domain to check, not at start, so a facade that serves only reads never
+// holds them. Loading is synchronous (tr46 is CommonJS), as the check that uses it is.
+let tr46: typeof Tr46 | undefined;
+const loadTr46 = () => (tr46 ??= createRequire(import.meta.url)('tr46') as typeof Tr46);
 
 /** The TXT host a verification code must be published at. */
 export const txtHost = (domain: string) => `${TXT_PREFIX}.${domain}`;
@@ -26,7 +33,7 @@ export const domainName = z.string().transform((raw, ctx) => {
   const ascii =
     trimmed === ''
       ? null
-      : toASCII(trimmed, {
+      : loadTr46().toASCII(trimmed, {
           useSTD3ASCIIRules: true,
           checkHyphens: true,
           checkBidi: true,
