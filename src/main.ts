@@ -22,7 +22,7 @@ import {
   type RateLimiter,
 } from './plugins/request/use-rate-limit.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
-import { limitHeapGrowth } from './process/heap.js';
+import { compileHttpParser, limitHeapGrowth } from './process/memory.js';
 import { warmUp } from './process/warm-up.js';
 import { connectRedis } from './redis.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -153,6 +153,8 @@ async function embedSandbox(config: Config): Promise<Sandbox> {
 }
 
 async function start(config: Config, logger: Logger): Promise<Started> {
+  // First: its one-off memory must not come on top of the app's and the warm-up's.
+  await compileHttpParser();
   const link = workerLink();
   // Before the server exists: the server span comes from patching node:http. Without an
   // endpoint the SDK is not even loaded.

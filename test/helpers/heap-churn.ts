@@ -3,7 +3,7 @@
 // work between allocations as a server has. Prints how far (MB) the used heap grew past what was
 // live after a full collection.
 import { getHeapStatistics } from 'node:v8';
-import { limitHeapGrowth } from '../../src/process/heap.js';
+import { limitHeapGrowth } from '../../src/process/memory.js';
 
 limitHeapGrowth(Number(process.argv[2]));
 const live = Array.from({ length: 60 }, () => new Array(1 << 17).fill({}));

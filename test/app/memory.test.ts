@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { compileHttpParser } from '../../src/process/memory.js';
 
 const run = promisify(execFile);
 
@@ -33,4 +35,17 @@ describe('HEAP_GROWTH_PERCENT (V8 collects the old generation before it grows fa
     expect(given).toBeGreaterThan(150);
     expect(limited).toBeLessThan(given * 0.6);
   }, 30_000);
+});
+
+describe("compileHttpParser (undici's parser compiled at start, before the app exists)", () => {
+  const sockets = () =>
+    process.getActiveResourcesInfo().filter((kind) => kind.startsWith('TCP')).length;
+
+  it('makes its one request over loopback and leaves no server or connection open', async () => {
+    const before = sockets();
+    await compileHttpParser();
+    // server.close() and the client's socket end on the next turns of the loop.
+    for (let i = 0; i < 50 && sockets() > before; i++) await sleep(10);
+    expect(sockets()).toBe(before);
+  });
 });
