@@ -1,4 +1,4 @@
-// A child process for test/app/heap.test.ts: 60 MB that stays live, then 240 MB of garbage that
+// A child process for test/app/memory.test.ts: 60 MB that stays live, then 240 MB of garbage that
 // lives long enough to be promoted to the old generation (as requests in flight are), with some
 // work between allocations as a server has. Prints how far (MB) the used heap grew past what was
 // live after a full collection.
