@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { compileHttpParser } from '../../src/process/memory.js';
 
