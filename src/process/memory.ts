@@ -1,8 +1,8 @@
 // What the process does at start to keep its peak memory down.
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { Client } from 'undici';
+import { close, listen, origin } from './loopback.js';
 
 const FLAG = '--heap-growing-percent';
 
@@ -36,20 +36,15 @@ export function limitHeapGrowth(percent: number): void {
 export async function compileHttpParser(): Promise<void> {
   const server = createServer((_request, response) => response.end());
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
-    });
-    const client = new Client(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const client = new Client(origin(await listen(server)));
     try {
-      const { body } = await client.request({ path: '/', method: 'GET' });
-      await body.dump();
+      await (await client.request({ path: '/', method: 'GET' })).body.dump();
     } finally {
       await client.close();
     }
   } catch {
     // No loopback here: nothing to do early.
   } finally {
-    server.close();
+    await close(server);
   }
 }

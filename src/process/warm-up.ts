@@ -5,7 +5,6 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Kind, OperationTypeNode, parse } from 'graphql';
 import { Pool } from 'undici';
 import { PATHS } from '../app.js';
@@ -19,6 +18,7 @@ import {
 } from '../plugins/request/use-rate-limit.js';
 import { DOCUMENT_ID_PARAM } from '../plugins/request/use-trusted-documents.js';
 import type { UpstreamClient } from '../upstream/client.js';
+import { close, listen, origin } from './loopback.js';
 
 /** The serving app and what it acts on: the warm-up turns each effect away while it runs. */
 export interface WarmUpTarget {
@@ -78,13 +78,13 @@ export async function warmUp(
   let server: Server | undefined;
   let pool: Pool | undefined;
   try {
-    restores.push(client.divert(`http://127.0.0.1:${port(upstream)}`));
+    restores.push(client.divert(origin(upstream)));
     if (rateLimiter && limiter) restores.push(rateLimiter.divert(limiter));
     if (tracing) restores.push(tracing.mute());
     restores.push(muteRequestLines(logger));
 
     server = await listen(createServer(app));
-    const through = new Pool(`http://127.0.0.1:${port(server)}`, {
+    const through = new Pool(origin(server), {
       connections: CONCURRENCY,
       // Connections end and start again as real clients' do: closing one is part of the path.
       maxRequestsPerClient: REQUESTS_PER_CONNECTION,
@@ -293,20 +293,3 @@ function standInUpstream(): (request: IncomingMessage, response: ServerResponse)
     response.writeHead(200, { 'content-type': 'application/json' }).end(body);
   };
 }
-
-// Exclusive: in a cluster worker a plain listen(0) is routed through the primary, which gives
-// every worker's listen(0) on an address the same shared port, so the warm-up's servers would
-// share a port with each other, with other workers' warm-ups and with the real server when PORT=0.
-function listen(server: Server): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => resolve(server));
-  });
-}
-
-function close(server: Server): Promise<void> {
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
-}
-
-const port = (server: Server) => (server.address() as AddressInfo).port;
