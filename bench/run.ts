@@ -19,6 +19,7 @@ import {
   build,
   cpuSeconds,
   peakRssMb,
+  serverNodeVersion,
   startFacade,
   startFloor,
   startSandbox,
@@ -167,7 +168,12 @@ async function warmUpCurve(pid: number, url: string, body: string, seconds: numb
   const done = new Promise<void>((resolve) => {
     finished = resolve;
   });
-  const instance = autocannon(graphqlLoad(url, body, seconds), () => finished());
+  let failed = '';
+  const instance = autocannon(graphqlLoad(url, body, seconds), (error, result) => {
+    if (error || result.non2xx + result.errors + result.timeouts > 0)
+      failed = error ? String(error) : `${result.non2xx} non-2xx answers, ${result.errors} errors`;
+    finished();
+  });
   instance.on('response', () => {
     answered++;
   });
@@ -180,6 +186,7 @@ async function warmUpCurve(pid: number, url: string, body: string, seconds: numb
   }, 1_000);
   await done;
   clearInterval(timer);
+  if (failed) throw new Error(`warm-up curve of ${url}: ${failed}`);
   const tail = curve.slice(Math.floor((curve.length * 2) / 3));
   const steady = tail.reduce((sum, us) => sum + us, 0) / Math.max(1, tail.length);
   const first2s = ((curve[0] ?? 0) + (curve[1] ?? 0)) / 2;
@@ -357,9 +364,10 @@ async function main() {
     const curves = await warmUpCurves(sandboxUrl, children);
     loadAverages.push(load1());
     console.log(`load average (1 min) during the run: ${loadAverages.join(', ')}`);
+    console.log(`servers on node ${serverNodeVersion}`);
     const results = {
       date: new Date().toISOString(),
-      node: process.version,
+      node: serverNodeVersion,
       connections: CONNECTIONS,
       durationS: DURATION_S,
       rounds: ROUNDS,
