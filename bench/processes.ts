@@ -12,7 +12,9 @@ export const root = fileURLToPath(new URL('..', import.meta.url));
  * benchmark.
  */
 export const serverNode = process.env.BENCH_NODE || process.execPath;
-export const serverNodeVersion = execFileSync(serverNode, ['--version'], { encoding: 'utf8' }).trim();
+export const serverNodeVersion = execFileSync(serverNode, ['--version'], {
+  encoding: 'utf8',
+}).trim();
 
 /** Measured as it is deployed: compiled JavaScript (`npm run build`), not through tsx. */
 export function build(): void {
@@ -22,6 +24,8 @@ export function build(): void {
 export interface StartOptions {
   /** A command that runs node, e.g. valgrind and its options (bench/instructions.ts). */
   wrapper?: readonly string[];
+  /** node's own options, before the script: --cpu-prof and its settings (bench/profile.ts). */
+  nodeFlags?: readonly string[];
   /** How long it may take to answer `readyUrl`; default 30 s. */
   readyTimeoutMs?: number;
 }
@@ -33,12 +37,12 @@ export async function start(
   script: string,
   env: Record<string, string>,
   readyUrl: string,
-  { wrapper = [], readyTimeoutMs = 30_000 }: StartOptions = {},
+  { wrapper = [], nodeFlags = [], readyTimeoutMs = 30_000 }: StartOptions = {},
 ): Promise<ChildProcess> {
   const child = spawn(
     'taskset',
     // Compiled JavaScript needs no loader: tsx's loader thread would add its own memory and CPU.
-    ['-c', cores, ...wrapper, serverNode, script],
+    ['-c', cores, ...wrapper, serverNode, ...nodeFlags, script],
     {
       cwd: root,
       env: { ...process.env, ...env },

@@ -8,6 +8,8 @@
 // floor, the floor on Yoga and the facade with layers left out, for docs/performance.md.
 // `npm run bench -- --instructions`: instead, bench/instructions.ts, the same variants' instructions
 // per request under valgrind, which move less than CPU time between runs.
+// `npm run bench -- --profile`: instead, bench/profile.ts, where a list request's CPU time goes in
+// each server, from V8's CPU profiles.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -24,6 +26,7 @@ import {
   startFloor,
   startSandbox,
 } from './processes.js';
+import { profile } from './profile.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -39,6 +42,7 @@ const WORKERS = workersFlag > 0 ? Number(process.argv[workersFlag + 1]) : 1;
 if (!Number.isInteger(WORKERS) || WORKERS < 1) throw new Error('--workers takes a whole number');
 const ATTRIBUTION = process.argv.includes('--attribution');
 const INSTRUCTIONS = process.argv.includes('--instructions');
+const PROFILE = process.argv.includes('--profile');
 // `npm run bench -- --warm-up`: only the warm-up curves of a fresh facade and a fresh floor.
 const WARM_UP_ONLY = process.argv.includes('--warm-up');
 
@@ -216,6 +220,10 @@ async function main() {
     children.push(sandbox);
     if (ATTRIBUTION) {
       await attribution(sandboxUrl, scenarios.page);
+      return;
+    }
+    if (PROFILE) {
+      await profile(sandboxUrl, scenarios.page);
       return;
     }
     if (INSTRUCTIONS) {
