@@ -74,6 +74,17 @@ export function startSandbox(port: number, env: Record<string, string>): Promise
 }
 
 /**
+ * node's options in the image's command (deploy/Dockerfile's CMD, between `node` and the script):
+ * the facade is measured as the image runs it.
+ */
+export const imageNodeFlags: string[] = (() => {
+  const dockerfile = readFileSync(`${root}deploy/Dockerfile`, 'utf8');
+  const cmd = /^CMD \[(.+)\]$/m.exec(dockerfile)?.[1];
+  if (!cmd) throw new Error('deploy/Dockerfile has no CMD ["node", ...] line');
+  return (JSON.parse(`[${cmd}]`) as string[]).slice(1, -1);
+})();
+
+/**
  * The compiled facade with production settings in front of `upstreamUrl`: one process on core 0
  * unless `workers` asks for more, which then get every core.
  */
@@ -101,7 +112,7 @@ export function startFacade(
       ...env,
     },
     `http://127.0.0.1:${port}/health`,
-    options,
+    { ...options, nodeFlags: [...imageNodeFlags, ...(options.nodeFlags ?? [])] },
   );
 }
 

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -41,10 +41,14 @@ describe('a production install', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('starts `node dist/src/main.js` with production settings and answers a query', async () => {
+  it("starts with the image's command and production settings and answers a query", async () => {
+    // deploy/Dockerfile's CMD: node, its options (--no-memory-reducer), dist/src/main.js.
+    const cmd = /^CMD \[(.+)\]$/m.exec(readFileSync(join(root, 'deploy/Dockerfile'), 'utf8'))?.[1];
+    const [node, ...entry] = JSON.parse(`[${cmd}]`) as string[];
+    expect(node).toBe('node');
     facade = await startFacade(
       { NODE_ENV: 'production', UPSTREAM_URL: sandbox.url, HOST: '127.0.0.1' },
-      { cwd: dir, entry: ['dist/src/main.js'] },
+      { cwd: dir, entry },
     );
     const answer = await post(facade.url, '{ repositories(limit: 2) { total items { id } } }');
     expect(answer.status).toBe(200);
