@@ -75,7 +75,8 @@ export function startSandbox(port: number, env: Record<string, string>): Promise
 
 /**
  * node's options in the image's command (deploy/Dockerfile's CMD, between `node` and the script):
- * the facade is measured as the image runs it.
+ * the facade is measured as the image runs it, and both floors with the same options, so that
+ * the ratios compare code, not V8's settings.
  */
 export const imageNodeFlags: string[] = (() => {
   const dockerfile = readFileSync(`${root}deploy/Dockerfile`, 'utf8');
@@ -131,7 +132,7 @@ export function startFloor(
     'dist/bench/floor.js',
     { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, FLOOR_SERVER: server },
     `http://127.0.0.1:${port}/health`,
-    options,
+    { ...options, nodeFlags: [...imageNodeFlags, ...(options.nodeFlags ?? [])] },
   );
 }
 

@@ -118,7 +118,9 @@ describe('the Dockerfile', () => {
     // The node options that shape the process (docs/performance.md, "After idle") are the same
     // in the image and in start:prod; start:prod adds source maps for people reading stacks.
     for (const arg of args) expect(scripts['start:prod']?.split(' ')).toContain(arg);
-    expect(args).toContain('--no-memory-reducer');
+    expect(args).toEqual(
+      expect.arrayContaining(['--no-memory-reducer', '--max-semi-space-size=16']),
+    );
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toContain(`EXPOSE ${loadConfig({}).port}`);
   });
