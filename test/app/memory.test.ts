@@ -21,13 +21,19 @@ async function growthMb(percent: number, nodeFlags: string[] = []): Promise<numb
 }
 
 describe('HEAP_GROWTH_PERCENT (V8 collects the old generation before it grows far past its live size)', () => {
-  it('keeps the heap near what is live where V8 alone lets it grow to several times that', async () => {
-    const limited = await growthMb(25);
-    // About 75 MB live. V8's own policy grew the heap by about 230 MB on Node 20, 22 and 26, and
-    // 25 % by about 90. Node 24's V8 grew it by about 70 with or without the flag set at run
-    // time (docs/performance.md, "Heap growth").
-    expect(limited).toBeLessThan(130);
-  }, 30_000);
+  // Node 24's V8 sizes this heap its own way: in five pairs of runs it grew by about 83 MB with 25 %
+  // and with V8's own policy alike, and by 132 once (either way), so the bound below tells nothing
+  // there and is skipped (docs/performance.md, "Heap growth").
+  it.skipIf(NODE_MAJOR === 24)(
+    'keeps the heap near what is live where V8 alone lets it grow to several times that',
+    async () => {
+      const limited = await growthMb(25);
+      // About 75 MB live. V8's own policy grew the heap by about 230-240 MB on Node 20, 22 and 26,
+      // and 25 % by about 85-100.
+      expect(limited).toBeLessThan(130);
+    },
+    30_000,
+  );
 
   // Node 24's V8 grows this heap by 70-250 MB from run to run even with the flag at 300 on its
   // command line, so the comparison below means nothing there.
