@@ -1,6 +1,6 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
-import { type DocumentNode, Kind } from 'graphql';
+import { type DocumentNode, Kind, parse } from 'graphql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
@@ -12,7 +12,11 @@ import type { Tracing } from './observability/tracing.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './plugins/request/use-apq.js';
 import { useBodySizeLimit } from './plugins/request/use-body-size.js';
 import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
-import { corsOptions, useCsrfPrevention } from './plugins/request/use-csrf-cors.js';
+import {
+  corsOptions,
+  createOriginMatcher,
+  useCsrfPrevention,
+} from './plugins/request/use-csrf-cors.js';
 import { useGraphiQL } from './plugins/request/use-graphiql.js';
 import { useMediaType } from './plugins/request/use-media-type.js';
 import { type MetricsSource, useMetrics } from './plugins/request/use-metrics.js';
@@ -87,6 +91,18 @@ function hasOneOperation(document: DocumentNode): boolean {
   return true;
 }
 
+/** The names of the operations the trusted documents define. */
+function operationNames(documents: Iterable<string>): Set<string> {
+  const names = new Set<string>();
+  for (const text of documents) {
+    for (const definition of parse(text, { noLocation: true }).definitions) {
+      if (definition.kind === Kind.OPERATION_DEFINITION && definition.name)
+        names.add(definition.name.value);
+    }
+  }
+  return names;
+}
+
 /** The routes the facade answers; everything else is 404. */
 export const PATHS = {
   graphql: '/graphql',
@@ -133,6 +149,7 @@ export function createApp({
         logger: log,
         metrics,
         probePaths: [PATHS.health, PATHS.readiness, PATHS.metrics],
+        trustedOperationNames: documents && operationNames(documents.values()),
       }),
     ),
     ...layer('cacheControl', useCacheControl()),
@@ -140,7 +157,7 @@ export function createApp({
     ...layer('metrics', useMetrics(metricsSource, PATHS.metrics)),
     ...layer('readiness', useReadiness(health, PATHS.readiness)),
     ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
-    ...layer('csrf', useCsrfPrevention(config.corsOrigins)),
+    ...layer('csrf', useCsrfPrevention(createOriginMatcher(config.corsOrigins))),
     ...(rateLimiter
       ? [
           useRateLimit(rateLimiter, {

@@ -42,13 +42,30 @@ const dnsServer = z
   .string()
   .refine(isDnsServer, 'must be IP[:port] entries (host names are not accepted)');
 
-// An origin exactly as browsers send it: scheme, host and port only, no path or trailing slash.
-const origin = z.string().refine((value) => {
+// An origin exactly as browsers send it: scheme, host and port only, no path or trailing slash;
+// or `scheme://*.host[:port]` for every subdomain of a host (the star only as the first label).
+const isOrigin = (value: string) => {
   try {
-    return /^https?:$/.test(new URL(value).protocol) && new URL(value).origin === value;
+    const url = new URL(value);
+    return /^https?:$/.test(url.protocol) && url.origin === value;
   } catch {
     return false;
   }
+};
+const origin = z.string().superRefine((value, ctx) => {
+  const wildcard = /^https?:\/\/\*\./.test(value);
+  const concrete = wildcard ? value.replace('://*.', '://x.') : value;
+  if (!concrete.includes('*') && isOrigin(concrete)) {
+    // A star over a top-level domain (`https://*.com`) would allow the whole web.
+    const parent = new URL(concrete).hostname.split('.').slice(1);
+    if (!wildcard || parent.length > 1 || parent[0] === 'localhost') return;
+    ctx.addIssue({ code: 'custom', message: `must not allow a whole top-level domain (${value})` });
+    return;
+  }
+  const message = /^https?:\/\/[^/]+\/+$/.test(value)
+    ? `must be origins without a trailing slash (${value.replace(/\/+$/, '')})`
+    : 'must be comma-separated origins like https://app.example.com or https://*.example.com';
+  ctx.addIssue({ code: 'custom', message });
 });
 
 // Parsed by hand, not with z.url(): a value `new URL` refuses must become an issue, never a
@@ -117,14 +134,34 @@ const NOT_FORWARDED: Record<string, string> = {
   traceparent: 'forwarded already, as the trace context',
   tracestate: 'forwarded already, as the trace context',
   baggage: 'forwarded already, as the trace context',
+  'content-encoding': "describes the body the facade sends, not the caller's",
+  // The caller's identity as a proxy states it: a caller could claim any address or host.
+  forwarded: 'an identity a caller can spoof',
+  'x-real-ip': 'an identity a caller can spoof',
+  'x-client-ip': 'an identity a caller can spoof',
+  'true-client-ip': 'an identity a caller can spoof',
+  'cf-connecting-ip': 'an identity a caller can spoof',
+  'x-graphql-csrf': "the facade's own CSRF header",
+  'x-graphql-yoga-csrf': "the facade's own CSRF header",
+  'apollo-require-preflight': "the facade's own CSRF header",
+  'apollo-federation-include-trace': "the gateway's request to the facade",
 };
+
+/** Why FORWARD_HEADERS may not name this header, or undefined when it may. */
+function notForwarded(name: string): string | undefined {
+  if (name.startsWith('proxy-')) return 'a hop-by-hop header';
+  if (name.startsWith('x-forwarded-')) return 'an identity a caller can spoof';
+  // x-facade-debug carries DEBUG_TOKEN; every x-facade-* header is the facade's own.
+  if (name.startsWith('x-facade-')) return "the facade's own header, which may carry a secret";
+  return Object.hasOwn(NOT_FORWARDED, name) ? NOT_FORWARDED[name] : undefined;
+}
 
 const forwardHeaders = list
   .pipe(z.array(z.string().regex(HEADER_NAME, 'must be comma-separated header names')))
   .transform((names, ctx) => {
     const lower = [...new Set(names.map((name) => name.toLowerCase()))];
     for (const name of lower) {
-      const why = name.startsWith('proxy-') ? 'a hop-by-hop header' : NOT_FORWARDED[name];
+      const why = notForwarded(name);
       if (why === undefined) continue;
       ctx.addIssue({ code: 'custom', message: `must not name ${name} (${why})` });
       return z.NEVER;
@@ -303,9 +340,7 @@ const schema = z.object({
     .pipe(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }))
     .optional(),
   TRUST_PROXY: bool.default(false),
-  CORS_ORIGINS: list
-    .pipe(z.array(origin, 'must be comma-separated origins like https://app.example.com'))
-    .optional(),
+  CORS_ORIGINS: list.pipe(z.array(origin)).optional(),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(25_000),
   // Unset: 10 s with NODE_ENV=production, 0 (start at once) in development.
   WARM_UP_MS: int(0, 120_000).optional(),
@@ -601,6 +636,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   if (config.persistedDocuments.only && !config.persistedDocuments.documents) {
     throw new ConfigError(
       'PERSISTED_DOCUMENTS_ONLY: true needs a manifest of trusted documents; set PERSISTED_DOCUMENTS to its path',
+    );
+  }
+  // Without a service key the caller's Authorization goes upstream as it came: it cannot also be
+  // one of the facade's client tokens, so the tokens would silently check nothing.
+  if (config.clientTokens?.length && !config.upstream.apiKey) {
+    throw new ConfigError(
+      "CLIENT_TOKENS: checked only in service-key mode; set UPSTREAM_API_KEY, or unset CLIENT_TOKENS to forward callers' own credentials",
     );
   }
   if (config.upstream.apiKey && !config.clientTokens?.length && !config.allowAnonymousServiceKey) {

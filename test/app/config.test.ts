@@ -123,6 +123,13 @@ describe('FORWARD_HEADERS', () => {
     ['host', /host \(set by/],
     ['content-length', /content-length \(set by/],
     ['authorization', /authorization \(forwarded already/],
+    ['x-forwarded-for', /x-forwarded-for \(an identity a caller can spoof\)/],
+    ['X-Forwarded-Host', /x-forwarded-host \(an identity/],
+    ['forwarded', /forwarded \(an identity/],
+    ['x-real-ip', /x-real-ip \(an identity/],
+    ['x-facade-debug', /x-facade-debug \(the facade's own header/],
+    ['content-encoding', /content-encoding \(describes the body/],
+    ['x-graphql-csrf', /x-graphql-csrf \(the facade's own CSRF header\)/],
     ['x tenant', /header names/],
   ])('refuses FORWARD_HEADERS=%j in one line naming the variable', (value, reason) => {
     expect(() => loadConfig({ FORWARD_HEADERS: value })).toThrow(/^FORWARD_HEADERS: /);
@@ -132,6 +139,49 @@ describe('FORWARD_HEADERS', () => {
     } catch (error) {
       expect((error as Error).message).not.toContain('\n');
     }
+  });
+});
+
+describe('FORWARD_HEADERS and inherited names', () => {
+  it('forwards a header whose name an object inherits', () => {
+    expect(loadConfig({ FORWARD_HEADERS: 'constructor,x-tenant' }).forwardHeaders).toEqual([
+      'constructor',
+      'x-tenant',
+    ]);
+  });
+});
+
+describe('CORS_ORIGINS', () => {
+  it('takes exact origins and subdomain wildcards', () => {
+    expect(
+      loadConfig({ CORS_ORIGINS: 'https://*.example.com, http://localhost:5173' }).corsOrigins,
+    ).toEqual(['https://*.example.com', 'http://localhost:5173']);
+    expect(loadConfig({ CORS_ORIGINS: 'http://*.localhost:5173' }).corsOrigins).toEqual([
+      'http://*.localhost:5173',
+    ]);
+  });
+
+  it.each([
+    ['https://app.example.com/', /without a trailing slash \(https:\/\/app\.example\.com\)/],
+    ['https://app.example.com/path', /origins like/],
+    ['*', /origins like/],
+    ['https://*', /origins like/],
+    ['https://a.*.example.com', /origins like/],
+    ['https://*.com', /a whole top-level domain/],
+  ])('refuses CORS_ORIGINS=%j in one line naming the variable', (value, reason) => {
+    expect(() => loadConfig({ CORS_ORIGINS: value })).toThrow(/^CORS_ORIGINS: /);
+    expect(() => loadConfig({ CORS_ORIGINS: value })).toThrow(reason);
+  });
+});
+
+describe('CLIENT_TOKENS', () => {
+  it('refuses client tokens without a service key: nothing would check them', () => {
+    expect(() => loadConfig({ CLIENT_TOKENS: 'abc' })).toThrow(
+      /^CLIENT_TOKENS: checked only in service-key mode; set UPSTREAM_API_KEY/,
+    );
+    expect(loadConfig({ CLIENT_TOKENS: 'abc', UPSTREAM_API_KEY: 'k' }).clientTokens).toEqual([
+      'abc',
+    ]);
   });
 });
 

@@ -197,6 +197,25 @@ describe('operability', () => {
     expect(names.has('other')).toBe(true);
   });
 
+  it('gives a label only to executed operations, and with trusted documents only to theirs', async () => {
+    const app = h.createApp({
+      config: {
+        persistedDocuments: {
+          documents: new Map([['listing-1', 'query Listing { repositories(limit: 1) { total } }']]),
+          only: false,
+        },
+      },
+    });
+    await postGraphQL(app, 'query Listing { repositories(limit: 1) { total } }');
+    await postGraphQL(app, 'query Mine { __typename }');
+    await postGraphQL(app, 'query Invalid { nope }');
+    const text = await (await app.fetch('http://facade.test/metrics')).text();
+    const names = [
+      ...text.matchAll(/^graphql_envelop_request_duration_count\{[^}]*operationName="([^"]+)"/gm),
+    ].map((m) => m[1]);
+    expect(names.sort()).toEqual(['Listing', 'other']);
+  });
+
   it("routes Yoga's own messages to the JSON log, a masked error with its original cause", () => {
     const lines: LogLine[] = [];
     const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line)) });

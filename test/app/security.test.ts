@@ -213,11 +213,29 @@ describe('CSRF and CORS', () => {
       body: JSON.stringify({ query: REPOS }),
     });
 
-  it('refuses a GET without a CSRF header, and a form POST, before anything runs', async () => {
-    const response = await get(h.app);
-    expect(response.status).toBe(403);
-    const body = (await response.json()) as { errors: Array<{ extensions: { code: string } }> };
+  it('runs a plain GET query from a client that is no browser (curl, a script, a server)', async () => {
+    const plain = await get(h.app);
+    expect(plain.status).toBe(200);
+    expect(((await plain.json()) as { errors?: unknown }).errors).toBeUndefined();
+    // curl -H 'Content-Type: application/json' 'http://localhost:4000/graphql?query=...'
+    const typed = await get(h.app, { 'content-type': 'application/json' });
+    expect(typed.status).toBe(200);
+    expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')).toHaveLength(2);
+  });
+
+  it('refuses a form POST and a GET from another origin without a CSRF header, before anything runs', async () => {
+    const foreign = await get(h.app, { origin: 'https://evil.example' });
+    expect(foreign.status).toBe(403);
+    const body = (await foreign.json()) as { errors: Array<{ extensions: { code: string } }> };
     expect(body.errors[0]?.extensions.code).toBe('BAD_USER_INPUT');
+
+    // What a page's <img> sends in a browser with Fetch Metadata: no Origin, but a site.
+    const image = await get(h.app, {
+      'sec-fetch-site': 'cross-site',
+      'sec-fetch-mode': 'no-cors',
+      'sec-fetch-dest': 'image',
+    });
+    expect(image.status).toBe(403);
 
     const form = await h.app.fetch('http://facade.test/graphql', {
       method: 'POST',
@@ -349,10 +367,19 @@ describe('CSRF and CORS', () => {
       const app = allowedApp();
       // An older browser on an allowed page: the Origin is enough.
       expect((await app.fetch(url(), { headers: { origin: APP } })).status).toBe(200);
-      // The same GET from another origin, or from no origin at all, needs a CSRF header.
+      // The same GET from another origin needs a CSRF header; with no origin it is no browser's.
       expect((await app.fetch(url(), { headers: { origin: EVIL } })).status).toBe(403);
-      expect((await app.fetch(url())).status).toBe(403);
-      expect((await app.fetch(url(), { headers: { 'x-graphql-csrf': '1' } })).status).toBe(200);
+      expect(
+        (await app.fetch(url(), { headers: { origin: EVIL, 'x-graphql-csrf': '1' } })).status,
+      ).toBe(200);
+      expect((await app.fetch(url())).status).toBe(200);
+      // A text/plain POST is what a form can send: with no origin and no CSRF header, refused.
+      const text = await app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: JSON.stringify({ query: REPOS }),
+      });
+      expect(text.status).toBe(403);
       // curl or a server: a JSON POST needs nothing.
       const post = await app.fetch('http://facade.test/graphql', {
         method: 'POST',
@@ -360,6 +387,51 @@ describe('CSRF and CORS', () => {
         body: JSON.stringify({ query: REPOS }),
       });
       expect(post.status).toBe(200);
+    });
+
+    it('refuses a same-site page whose origin is not allowed: same-site is not same-origin', async () => {
+      const sibling = 'https://sibling.example.com';
+      for (const [method, extra] of [
+        ['GET', {}],
+        ['POST', { 'content-type': 'application/json' }],
+      ] as const) {
+        const response = await allowedApp().fetch(
+          method === 'GET' ? url() : 'http://facade.test/graphql',
+          {
+            method,
+            headers: { origin: sibling, ...extra, ...metadata('same-site', 'cors', 'empty') },
+            ...(method === 'POST' ? { body: JSON.stringify({ query: REPOS }) } : {}),
+          },
+        );
+        expect(response.status).toBe(403);
+        expect(response.headers.get('access-control-allow-origin')).toBeNull();
+      }
+      expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+    });
+
+    it('allows every subdomain of a wildcard origin, and nothing beside it', async () => {
+      const app = h.createApp({ config: { corsOrigins: ['https://*.example.com'] } });
+      const from = (origin: string) =>
+        app.fetch(url(), { headers: { origin, ...metadata('cross-site', 'cors', 'empty') } });
+      for (const origin of ['https://app.example.com', 'https://a.b.example.com']) {
+        const response = await from(origin);
+        expect(response.status).toBe(200);
+        expect(response.headers.get('access-control-allow-origin')).toBe(origin);
+      }
+      for (const origin of [
+        'https://example.com',
+        'https://evilexample.com',
+        'https://app.example.com.evil.org',
+        'http://app.example.com',
+        'https://app.example.com:8443',
+        'https://-x.example.com',
+        'https://user@app.example.com',
+      ]) {
+        const response = await from(origin);
+        expect(response.status, origin).toBe(403);
+        expect(response.headers.get('access-control-allow-origin')).toBeNull();
+      }
+      expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')).toHaveLength(2);
     });
 
     it('never runs a mutation over GET, not even from an allowed origin (405)', async () => {

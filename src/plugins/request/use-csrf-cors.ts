@@ -28,6 +28,38 @@ function wasPreflighted(request: Request): boolean {
 
 export type CsrfVerdict = 'pass' | 'refuse';
 
+/** Whether a page of this origin may call the facade (CORS_ORIGINS). */
+export type OriginMatcher = (origin: string) => boolean;
+
+const SUBDOMAIN =
+  /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * CORS_ORIGINS as a matcher: exact origins, and `scheme://*.host[:port]` for any subdomain of
+ * `host` at any depth (never `host` itself), with the same scheme and port. Config has already
+ * checked the entries' form.
+ */
+export function createOriginMatcher(origins: readonly string[] = []): OriginMatcher {
+  const exact = new Set<string>();
+  const wildcards: Array<{ prefix: string; suffix: string }> = [];
+  for (const entry of origins) {
+    const star = entry.indexOf('://*.');
+    if (star === -1) exact.add(entry);
+    // `https://*.example.com:8443`: the scheme before the star, `.example.com:8443` after it.
+    else wildcards.push({ prefix: entry.slice(0, star + 3), suffix: entry.slice(star + 4) });
+  }
+  return (origin) => {
+    if (exact.has(origin)) return true;
+    for (const { prefix, suffix } of wildcards) {
+      if (!origin.startsWith(prefix) || !origin.endsWith(suffix)) continue;
+      // What the star stands for: one or more host labels, so never a port, a path or a userinfo.
+      const labels = origin.slice(prefix.length, origin.length - suffix.length);
+      if (SUBDOMAIN.test(labels)) return true;
+    }
+    return false;
+  };
+}
+
 /**
  * The CSRF rule, a pure function of the request's headers and the CORS_ORIGINS allowlist:
  *
@@ -39,6 +71,10 @@ export type CsrfVerdict = 'pass' | 'refuse';
  *      from an allowed page. A form POST (`navigate`), an <img> or <script> GET and a `no-cors`
  *      fetch are refused, whatever their origin.
  * 2. Without Fetch Metadata (curl, servers, gateways, browsers too old to send it):
+ *    - a GET with no `Origin` passes (curl, scripts, servers; Node's fetch sends Sec-Fetch-Mode
+ *      but no Sec-Fetch-Site, which browsers always send together): a query over GET changes nothing,
+ *      and a page's <img> or <script> cannot attach the Authorization header the facade reads,
+ *      so it runs with no one's credentials and its answer is unreadable to the page;
  *    - `Origin` in CORS_ORIGINS passes;
  *    - a request that was preflighted (a POST with a Content-Type a form cannot send, such as
  *      `application/json`) passes: a browser sends it cross-origin only to an allowed origin;
@@ -48,11 +84,11 @@ export type CsrfVerdict = 'pass' | 'refuse';
  * Methods other than GET and POST are left to Yoga (405), and a mutation is never run over GET
  * whatever this rule says (Yoga's own check, also 405).
  */
-export function csrfVerdict(request: Request, allowedOrigins: ReadonlySet<string>): CsrfVerdict {
+export function csrfVerdict(request: Request, isAllowed: OriginMatcher): CsrfVerdict {
   if (request.method !== 'GET' && request.method !== 'POST') return 'pass';
   const { headers } = request;
   const origin = headers.get('origin');
-  const allowedOrigin = origin !== null && allowedOrigins.has(origin);
+  const allowedOrigin = origin !== null && isAllowed(origin);
   const site = headers.get('sec-fetch-site');
   if (site !== null) {
     if (site === 'same-origin' || site === 'none') return 'pass';
@@ -63,6 +99,7 @@ export function csrfVerdict(request: Request, allowedOrigins: ReadonlySet<string
       ? 'pass'
       : 'refuse';
   }
+  if (request.method === 'GET' && origin === null) return 'pass';
   if (allowedOrigin || wasPreflighted(request)) return 'pass';
   return CSRF_HEADERS.some((name) => headers.has(name)) ? 'pass' : 'refuse';
 }
@@ -72,11 +109,10 @@ export function csrfVerdict(request: Request, allowedOrigins: ReadonlySet<string
  * could make a visitor's browser send (see csrfVerdict). The answer is a 403 with a fixed message:
  * it says nothing of the request or the allowlist, and carries no CORS header for such a page.
  */
-export function useCsrfPrevention(allowedOrigins: readonly string[] = []): Plugin {
-  const allowed = new Set(allowedOrigins);
+export function useCsrfPrevention(isAllowed: OriginMatcher): Plugin {
   return {
     onRequestParse({ request }) {
-      if (csrfVerdict(request, allowed) === 'pass') return;
+      if (csrfVerdict(request, isAllowed) === 'pass') return;
       throw new FacadeError('BAD_USER_INPUT', 'Cross-site request refused', {
         http: { status: 403 },
       });
@@ -116,11 +152,11 @@ export function corsOptions(
   extraHeaders: readonly string[] = [],
 ): CorsOption {
   if (!origins?.length) return false;
-  const allowed = new Set(origins);
+  const isAllowed = createOriginMatcher(origins);
   const allowedHeaders = [...new Set([...CORS_HEADERS, ...CSRF_HEADERS, ...extraHeaders])];
   return (request: Request) => {
     const origin = request.headers.get('origin');
-    if (!origin || !allowed.has(origin)) return false;
+    if (!origin || !isAllowed(origin)) return false;
     return {
       origin: [origin],
       credentials: false,

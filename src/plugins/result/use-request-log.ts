@@ -71,14 +71,26 @@ export interface RequestLogOptions {
   metrics: Metrics;
   /** Health, readiness and metrics scrapes: logged at debug, or they drown the request lines. */
   probePaths: readonly string[];
+  /**
+   * With trusted documents, the operation names they define: only these get a metrics label of
+   * their own, so callers' own documents cannot take the bounded set of labels.
+   */
+  trustedOperationNames?: ReadonlySet<string> | undefined;
 }
+
+const UNTRUSTED_NAME = 'other';
 
 /**
  * One JSON log line per request (request id, operation, status, duration, upstream calls,
  * error codes; never a header, a variable or a credential), the operation and error-code
  * metrics, and the `x-request-id` response header.
  */
-export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions): Plugin {
+export function useRequestLog({
+  logger,
+  metrics,
+  probePaths,
+  trustedOperationNames,
+}: RequestLogOptions): Plugin {
   const probes = new Set(probePaths);
   return {
     onRequest({ request, url }) {
@@ -116,9 +128,14 @@ export function useRequestLog({ logger, metrics, probePaths }: RequestLogOptions
       if (!state) return;
       state.context = context;
       const operation = getOperationAST(args.document, args.operationName);
+      // Executed, so validated: a document that failed validation never names a series.
+      const name = operation?.name?.value ?? args.operationName ?? undefined;
       state.executed.push({
         type: operation?.operation,
-        name: operation?.name?.value ?? args.operationName ?? undefined,
+        name:
+          trustedOperationNames && name !== undefined && !trustedOperationNames.has(name)
+            ? UNTRUSTED_NAME
+            : name,
       });
       return {
         // An answer in parts outlives its response's headers: its line waits for the last part,
