@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,8 +9,8 @@ import { connectRedis } from '../../src/redis.js';
 import { useHarness } from '../helpers/harness.js';
 import { freePort, waitForPort } from '../helpers/net.js';
 import { startFacade } from '../helpers/process.js';
+import { hasRedis } from '../helpers/redis.js';
 
-const hasRedis = spawnSync('redis-server', ['--version']).status === 0;
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const apq = (hash: string) => ({ persistedQuery: { version: 1, sha256Hash: hash } });
 

@@ -29,9 +29,14 @@ describe('a production install', () => {
       '--outDir',
       join(dir, 'dist'),
     ]);
-    await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--ignore-scripts'], {
-      cwd: dir,
-    });
+    // --prefer-offline: the packages are in npm's cache from the project's own install.
+    await run(
+      'npm',
+      ['ci', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'],
+      {
+        cwd: dir,
+      },
+    );
     sandbox = await startSandbox({ repositories: 7 });
   }, 240_000);
 

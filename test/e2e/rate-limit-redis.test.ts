@@ -1,14 +1,13 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, waitForPort } from '../helpers/net.js';
 import { type FacadeProcess, post, startFacade } from '../helpers/process.js';
+import { hasRedis } from '../helpers/redis.js';
 
 const QUERY = '{ repositories(limit: 1) { total } }';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-
-const hasRedis = spawnSync('redis-server', ['--version']).status === 0;
 
 describe('rate limits in Redis, shared by two facade processes', () => {
   it.runIf(!hasRedis && process.env.CI === 'true')('needs redis-server in CI', () => {
