@@ -77,6 +77,26 @@ function listenFailure(
 }
 
 /**
+ * Binds the port for a moment and lets it go: a busy port fails start-up at once, not after the
+ * parser compile, the sandbox, the workers and the warm-up. The real listen still reports a port
+ * taken in between.
+ */
+async function checkPortFree(
+  port: number,
+  host: string | undefined,
+  variables: { port: string; host: string },
+): Promise<void> {
+  if (port === 0) return;
+  const probe = new NetServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  }).catch((error: unknown) => {
+    throw listenFailure(error, variables, `${host ?? '*'}:${port}`);
+  });
+}
+
+/**
  * The one line for a failure nobody foresaw: its first line, bounded, with every configured
  * secret blanked out, since a library may quote the URL or key it was given.
  */
@@ -388,6 +408,12 @@ async function main() {
   process.on('uncaughtException', (error) => onFailure(error, 'uncaught exception'));
   process.on('unhandledRejection', (error) => onFailure(error, 'unhandled rejection'));
 
+  // Once, in the process that starts everything: a worker's listen goes through the primary.
+  if (cluster.isPrimary) {
+    await checkPortFree(config.port, config.host, { port: 'PORT', host: 'HOST' }).catch(
+      failedToStart,
+    );
+  }
   if (config.workers > 1 && cluster.isPrimary) {
     // The workers share one embedded sandbox, so they serve one set of data.
     const sandbox = config.upstreamUrl

@@ -149,6 +149,30 @@ describe('configuration errors', () => {
     }
   }, 120_000);
 
+  it('reports a busy port at once, before the sandbox, the workers and the warm-up', async () => {
+    const production = { NODE_ENV: 'production', SANDBOX: 'true', WARM_UP_MS: '60000' };
+    const runs = await Promise.all(
+      ['1', '2'].map(async (workers) => {
+        const began = Date.now();
+        const result = await runFacade(
+          { ...production, WORKERS: workers, PORT: String(busyPort) },
+          30_000,
+        );
+        return { workers, ms: Date.now() - began, ...result };
+      }),
+    );
+    for (const { workers, ms, status, stdout, stderr } of runs) {
+      expect(status, `WORKERS=${workers}`).toBe(1);
+      expect(stderr, `WORKERS=${workers}`).toBe(
+        `Cannot start: PORT: cannot listen on *:${busyPort}: the port is already in use (EADDRINUSE)\n`,
+      );
+      // Nothing was started, so nothing was logged: no sandbox, no worker, no warm-up.
+      expect(stdout, `WORKERS=${workers}`).toBe('');
+      // Far below the warm-up alone; what a process start costs on a busy machine is the rest.
+      expect(ms, `WORKERS=${workers}`).toBeLessThan(20_000);
+    }
+  }, 60_000);
+
   it('names the variable for every kind of bad value', () => {
     const cases: Array<[Record<string, string>, string]> = [
       [{ PORT: '70000' }, 'PORT'],
