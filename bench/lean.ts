@@ -19,7 +19,7 @@ const client = new UpstreamClient({
   baseUrl: process.env.UPSTREAM_URL as string,
   ...config.upstream,
   onCall: (call) => metrics.observeUpstreamCall(call),
-  onBreakerChange: (state) => metrics.observeBreaker(state),
+  onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
 });
 const rateLimiter = omitted.includes('rateLimit')
   ? undefined

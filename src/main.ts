@@ -201,7 +201,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     baseUrl: upstreamUrl,
     ...config.upstream,
     onCall: (call) => metrics.observeUpstreamCall(call),
-    onBreakerChange: (state) => metrics.observeBreaker(state),
+    onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
     tracer: tracing?.tracer,
   });
   const health = createHealth({

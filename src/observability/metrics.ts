@@ -8,8 +8,8 @@ export interface Metrics {
   registry: Registry;
   /** Wired to the UpstreamClient's `onCall`: one observation per attempt. */
   observeUpstreamCall(call: CompletedCall): void;
-  /** Wired to the UpstreamClient's `onBreakerChange`: the circuit's state and its transitions. */
-  observeBreaker(state: BreakerState): void;
+  /** Wired to the UpstreamClient's `onBreakerChange`: a route's circuit, its state and transitions. */
+  observeBreaker(state: BreakerState, route: string): void;
   /** Every `extensions.code` of every answer, rejected-before-execution ones included. */
   countErrors(codes: readonly string[]): void;
   /** One executed operation and how long its request took; from the request log's hooks. */
@@ -82,16 +82,17 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers: [registry],
   });
   // Names read by the soak tool and dashboards: keep them.
+  // A route's series appears with its circuit's first change; until then it is closed.
   const breakerState = new Gauge({
     name: 'upstream_breaker_state',
-    help: "The upstream circuit breaker's state: 0 closed, 1 open, 2 half-open",
+    help: "The upstream circuit breaker's state, by route: 0 closed, 1 open, 2 half-open",
+    labelNames: ['route'],
     registers: [registry],
   });
-  breakerState.set(0);
   const breakerTransitions = new Counter({
     name: 'upstream_breaker_transitions_total',
-    help: 'Changes of the upstream circuit breaker, by the state entered (open, half_open, closed)',
-    labelNames: ['state'],
+    help: 'Changes of the upstream circuit breakers, by the state entered (open, half_open, closed) and route',
+    labelNames: ['state', 'route'],
     registers: [registry],
   });
   const upstreamDuration = new Histogram({
@@ -144,9 +145,9 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       upstreamCalls.inc(labels);
       upstreamDuration.observe(labels, call.durationMs / 1000);
     },
-    observeBreaker(state) {
-      breakerState.set(BREAKER_GAUGE[state]);
-      breakerTransitions.inc({ state });
+    observeBreaker(state, route) {
+      breakerState.set({ route }, BREAKER_GAUGE[state]);
+      breakerTransitions.inc({ state, route });
     },
     countErrors(codes) {
       for (const code of codes) errors.inc({ code });

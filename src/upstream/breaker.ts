@@ -37,9 +37,9 @@ export interface Breaker {
 }
 
 /**
- * One circuit per upstream (cockatiel): after `threshold` consecutive faults, calls fail fast for
- * `cooldownMs` instead of piling up; then one trial call decides whether it closes again.
- * `attempt` must throw coded UpstreamErrors: anything else passes through the circuit unseen.
+ * One circuit (cockatiel): after `threshold` consecutive faults, calls fail fast for `cooldownMs`
+ * instead of piling up; then one trial call decides whether it closes again. `attempt` must throw
+ * coded UpstreamErrors: anything else passes through the circuit unseen.
  */
 export function createBreaker(
   threshold: number,
@@ -77,6 +77,44 @@ export function createBreaker(
       }),
     reset: () => {
       policy = create();
+    },
+  };
+}
+
+/** Circuits by upstream operation; `reset()` resets every one of them. */
+export interface RouteBreakers {
+  run<T>(route: string, attempt: () => Promise<T>): Promise<T>;
+  reset(): void;
+}
+
+/**
+ * One circuit per route (method and path template), as gateways keep one per subgraph: an
+ * operation that keeps failing (a machine pool out of capacity, say) says nothing of the others,
+ * and pausing every route for it would fail callers the upstream could serve. The routes are the
+ * client's own fixed few, so the map stays small.
+ */
+export function createRouteBreakers(
+  threshold: number,
+  cooldownMs: number,
+  onChange?: (state: BreakerState, route: string) => void,
+): RouteBreakers {
+  const circuits = new Map<string, Breaker>();
+  return {
+    run(route, attempt) {
+      let circuit = circuits.get(route);
+      if (!circuit) {
+        circuit = createBreaker(
+          threshold,
+          cooldownMs,
+          onChange && ((state) => onChange(state, route)),
+        );
+        circuits.set(route, circuit);
+      }
+      return circuit.run(attempt);
+    },
+    // Each circuit keeps its `run` (see createBreaker): reset, not replaced.
+    reset() {
+      for (const circuit of circuits.values()) circuit.reset();
     },
   };
 }

@@ -11,7 +11,7 @@ import { Agent, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
 import { childTraceHeaders, type TraceContext } from '../observability/trace-context.js';
-import { type Breaker, type BreakerState, createBreaker } from './breaker.js';
+import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
 import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
 import { decodeRepositoryList } from './repository-list.js';
@@ -43,8 +43,8 @@ export interface UpstreamClientOptions extends UpstreamSettings {
   dispatcher?: Dispatcher;
   /** Told of every upstream attempt, for metrics and request logs. */
   onCall?: (call: CompletedCall) => void;
-  /** Told of every change of the circuit breaker's state, for metrics. */
-  onBreakerChange?: (state: BreakerState) => void;
+  /** Told of every change of a route's circuit breaker, for metrics. */
+  onBreakerChange?: (state: BreakerState, route: string) => void;
   /** Set when spans are exported: one client span per attempt. */
   tracer?: Tracer | undefined;
 }
@@ -107,7 +107,7 @@ export class UpstreamClient {
   readonly #dispatcher: Dispatcher;
   #origin: string;
   readonly #prefix: string;
-  readonly #breaker: Breaker;
+  readonly #breakers: RouteBreakers;
   readonly #server: { address: string; port: number };
   #calls = 0;
 
@@ -120,7 +120,7 @@ export class UpstreamClient {
     };
     this.#origin = url.origin;
     this.#prefix = url.pathname.replace(/\/+$/, '');
-    this.#breaker = createBreaker(
+    this.#breakers = createRouteBreakers(
       options.breakerThreshold,
       options.breakerCooldownMs,
       options.onBreakerChange,
@@ -198,7 +198,7 @@ export class UpstreamClient {
 
   /**
    * The warm-up's (src/process/warm-up.ts): every call goes to `origin`, a stand-in on loopback,
-   * until the returned function is called; that also resets the circuit breaker, so nothing the
+   * until the returned function is called; that also resets the circuit breakers, so nothing the
    * stand-in answered counts against the real upstream. Only before the server listens: a call
    * made meanwhile for a real client would get the stand-in's answer.
    */
@@ -207,7 +207,7 @@ export class UpstreamClient {
     this.#origin = new URL(origin).origin;
     return () => {
       this.#origin = real;
-      this.#breaker.reset();
+      this.#breakers.reset();
     };
   }
 
@@ -225,11 +225,14 @@ export class UpstreamClient {
     // POST and PUT change state: never repeated behind the caller's back.
     const attempts = request.method === 'GET' ? this.#options.retries + 1 : 1;
     const callId = ++this.#calls;
+    // The route names the endpoint, never its query string (a metrics label, a span name and the
+    // circuit breaker's key).
+    const route = `${request.method} ${request.path.split('?')[0]}`;
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.#breaker.run(() =>
-            this.#attempt(request, call, cancel, timeoutMs, { callId, attempt }),
+          return await this.#breakers.run(route, () =>
+            this.#attempt(request, call, cancel, timeoutMs, { callId, attempt, route }),
           );
         } catch (failure) {
           // Anything but an UpstreamError is a defect of ours: reported, never retried.
@@ -254,11 +257,9 @@ export class UpstreamClient {
     call: CallContext,
     cancel: CallCancel,
     timeoutMs: number,
-    { callId, attempt }: { callId: number; attempt: number },
+    { callId, attempt, route }: { callId: number; attempt: number; route: string },
   ): Promise<T> {
     const started = performance.now();
-    // The route names the endpoint, never its query string (it is a metrics label and span name).
-    const route = `${request.method} ${request.path.split('?')[0]}`;
     const span = this.#options.tracer && this.#startSpan(route, request, call, attempt);
     let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
     try {

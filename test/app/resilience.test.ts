@@ -170,6 +170,39 @@ describe('circuit breaker', () => {
       await h.close();
     }
   });
+
+  it("opens one route's circuit and leaves the other routes answering", async () => {
+    const DEV_SERVERS = 'POST /ephemeral/v1/dev-servers';
+    const REQUEST = 'mutation { requestDevServer(input: { repoId: "r" }) { isNew } }';
+    const metrics = createMetrics();
+    // The default threshold, so the test fails as the product would.
+    const h = await createHarness({
+      config: { upstream: { breakerCooldownMs: 60_000 } },
+      metrics,
+      onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
+    });
+    try {
+      h.sandbox.setFault(DEV_SERVERS, { status: 503 });
+      for (let i = 0; i < h.config.upstream.breakerThreshold; i++)
+        expect((await h.gql(REQUEST)).errors?.[0]?.extensions.code).toBe('UPSTREAM_ERROR');
+      const open = await h.gql(REQUEST);
+      expect(open.errors?.[0]?.message).toContain('paused');
+      expect(upstreamRequests(h.sandbox, DEV_SERVERS)).toHaveLength(
+        h.config.upstream.breakerThreshold,
+      );
+
+      const list = await h.gql<{ repositories: { total: number } }>(LIST);
+      expect(list.errors).toBeUndefined();
+      expect(list.data?.repositories.total).toBeGreaterThan(0);
+      const text = await (await h.app.fetch('http://facade.test/metrics')).text();
+      expect(text).toMatch(
+        /^upstream_breaker_state\{route="POST \/ephemeral\/v1\/dev-servers"\} 1$/m,
+      );
+      expect(text).not.toMatch(/upstream_breaker_state\{route="GET/);
+    } finally {
+      await h.close();
+    }
+  });
 });
 
 /** A list query over real HTTP whose client can go away mid-request; abandon() says how it ended. */
@@ -273,29 +306,32 @@ describe('circuit breaker on transport failures', () => {
       config: { upstream: { retries: 0, breakerThreshold: 2, breakerCooldownMs: 200 } },
       metrics,
       onCall: (call) => metrics.observeUpstreamCall(call),
-      onBreakerChange: (state) => metrics.observeBreaker(state),
+      onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
     });
     const scrape = async () => (await h.app.fetch('http://facade.test/metrics')).text();
     const value = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
+    const state = /^upstream_breaker_state\{route="GET \/git\/v1\/repo"\} (\d+)$/m;
+    const entered = (name: string) =>
+      new RegExp(
+        `^upstream_breaker_transitions_total\\{state="${name}",route="GET /git/v1/repo"\\} (\\d+)$`,
+        'm',
+      );
     try {
-      expect(value(await scrape(), /^upstream_breaker_state (\d+)$/m)).toBe(0);
+      // A route's series appears with its circuit's first change: none means closed.
+      expect(await scrape()).not.toMatch(/^upstream_breaker_state\{/m);
       h.sandbox.setFault(ROUTE, { status: 503 });
       await h.gql(LIST);
       await h.gql(LIST);
       const open = await scrape();
-      expect(value(open, /^upstream_breaker_state (\d+)$/m)).toBe(1);
-      expect(value(open, /^upstream_breaker_transitions_total\{state="open"\} (\d+)$/m)).toBe(1);
+      expect(value(open, state)).toBe(1);
+      expect(value(open, entered('open'))).toBe(1);
       h.sandbox.clearFaults();
       await new Promise((resolve) => setTimeout(resolve, 250));
       expect((await h.gql(LIST)).errors).toBeUndefined();
       const closed = await scrape();
-      expect(value(closed, /^upstream_breaker_state (\d+)$/m)).toBe(0);
-      expect(
-        value(closed, /^upstream_breaker_transitions_total\{state="half_open"\} (\d+)$/m),
-      ).toBe(1);
-      expect(value(closed, /^upstream_breaker_transitions_total\{state="closed"\} (\d+)$/m)).toBe(
-        1,
-      );
+      expect(value(closed, state)).toBe(0);
+      expect(value(closed, entered('half_open'))).toBe(1);
+      expect(value(closed, entered('closed'))).toBe(1);
     } finally {
       await h.close();
     }

@@ -62,8 +62,8 @@ export interface HarnessOptions extends AppParts {
   upstreamUrl?: string;
   /** Sees every completed upstream call, as main.ts's metrics do. */
   onCall?: (call: CompletedCall) => void;
-  /** Sees every change of the circuit breaker, as main.ts's metrics do. */
-  onBreakerChange?: (state: BreakerState) => void;
+  /** Sees every change of a route's circuit breaker, as main.ts's metrics do. */
+  onBreakerChange?: (state: BreakerState, route: string) => void;
 }
 
 const isSection = (value: unknown): value is Record<string, unknown> =>
