@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import type * as Tr46 from 'tr46';
+import { describe, expect, it, vi } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { startSilentDnsServer } from '../helpers/dns-server.js';
 import { postGraphQL, useDnsHarness } from '../helpers/harness.js';
@@ -17,6 +19,22 @@ interface Check {
 const HOST = '_service_custom_hostname.example.com';
 
 const live = useDnsHarness();
+
+// The module object the facade loads tr46 through (Node's require cache), so a spy sees its calls.
+const tr46 = createRequire(import.meta.url)('tr46') as typeof Tr46;
+
+/** Runs `body` counting what tr46 is asked to normalise. */
+async function watchingTr46(body: (inputs: () => string[]) => Promise<void>) {
+  const toASCII = vi.spyOn(tr46, 'toASCII');
+  try {
+    await body(() => toASCII.mock.calls.map(([input]) => input));
+  } finally {
+    toASCII.mockRestore();
+  }
+}
+
+const BOLD_A = String.fromCodePoint(0x1d41a);
+const HANGUL_DECOMPOSED = '\u1100\u1161\u11a8';
 
 /** An app over the same upstream client with other DNS settings. */
 function appWith(dnsConfig: Config['dns']) {
@@ -204,6 +222,67 @@ describe('domainDnsCheck', () => {
     expect(response.errors?.[0]?.message).toMatch(/^Invalid input: domain: must be a DNS name/);
     expect(live.dns.queries()).toEqual([]);
     expect(live.h.sandbox.requests()).toEqual([]);
+  });
+
+  it('refuses a megabyte of domain name used by 16 fields without normalising it', async () => {
+    // One field and fifteen aliases (MAX_ALIASES) over one variable of 1 MB, which fits MAX_BODY_BYTES.
+    const fields = Array.from(
+      { length: 16 },
+      (_, i) => `${i === 0 ? '' : `f${i}: `}domainDnsCheck(domain: $domain) { host }`,
+    );
+    const domain = `${'a.'.repeat(500_000)}b`;
+    await watchingTr46(async (normalised) => {
+      const response = await live.h.gql(`query($domain: String!) { ${fields.join(' ')} }`, {
+        domain,
+      });
+      expect(response.data).toBeNull();
+      expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+      expect(response.errors?.[0]?.message).toMatch(/^Invalid input: domain: must be a DNS name/);
+      expect(normalised()).toEqual([]);
+    });
+    expect(live.dns.queries()).toEqual([]);
+    expect(live.h.sandbox.requests()).toEqual([]);
+  });
+
+  it.each([
+    ['a name longer than four units per character of 253', `${'a'.repeat(62)}.`.repeat(17)],
+    ['a label longer than four units per character of 63', `${'a'.repeat(253)}.example`],
+    ['more labels than 253 characters can hold', `${'a.'.repeat(127)}a`],
+  ])('refuses %s before normalising it', async (_, domain) => {
+    await watchingTr46(async (normalised) => {
+      const response = await live.h.gql(CHECK, { domain });
+      expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+      expect(response.errors?.[0]?.message).toMatch(/^Invalid input: domain: must be a DNS name/);
+      expect(normalised()).toEqual([]);
+    });
+    expect(live.dns.queries()).toEqual([]);
+  });
+
+  it.each([
+    [
+      'mathematical letters (two units each)',
+      [63, 63, 63].map((n) => BOLD_A.repeat(n)).join('.'),
+      [63, 63, 63].map((n) => 'a'.repeat(n)).join('.'),
+    ],
+    [
+      'decomposed Hangul (three code points a syllable)',
+      `${HANGUL_DECOMPOSED.repeat(56)}.${HANGUL_DECOMPOSED.repeat(56)}.com`,
+      `xn--p39${'a'.repeat(56)}.xn--p39${'a'.repeat(56)}.com`,
+    ],
+    [
+      'surrounding whitespace',
+      `${' '.repeat(10_000)}example.com.${'\t'.repeat(10_000)}`,
+      'example.com',
+    ],
+  ])('still accepts a name whose raw form is long: %s', async (_, domain, ascii) => {
+    const host = `_service_custom_hostname.${ascii}`;
+    live.dns.setTxt(host, ['svc-verify-long']);
+    expect(await check(domain, 'svc-verify-long')).toEqual({
+      host,
+      values: ['svc-verify-long'],
+      matches: true,
+      error: null,
+    });
   });
 
   it('rejects an empty verification code as BAD_USER_INPUT naming it', async () => {

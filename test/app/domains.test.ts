@@ -1,6 +1,8 @@
 // The verification flow as a user walks it, against the real sandbox and a real DNS server that
 // both the facade's resolver and the sandbox's point at.
-import { describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import type * as Tr46 from 'tr46';
+import { describe, expect, it, vi } from 'vitest';
 import { useDnsHarness } from '../helpers/harness.js';
 
 const CREATE = `mutation($domain: String!) {
@@ -196,6 +198,27 @@ describe('domain verification', () => {
     }
     expect(upstream()).toEqual([]);
     expect(live.dns.queries()).toEqual([]);
+  });
+
+  it.each([
+    ['createDomainVerification', CREATE],
+    ['verifyDomain', VERIFY],
+  ])('refuses a megabyte of domain name in %s without normalising it', async (_, query) => {
+    // The module object the facade loads tr46 through (Node's require cache).
+    const tr46 = createRequire(import.meta.url)('tr46') as typeof Tr46;
+    const toASCII = vi.spyOn(tr46, 'toASCII');
+    try {
+      const response = await live.h.gql(query, { domain: `${'a.'.repeat(500_000)}b` });
+      expect(response.data).toBeNull();
+      expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+      expect(response.errors?.[0]?.message).toMatch(
+        /^Invalid input: input\.domain: must be a DNS name/,
+      );
+      expect(toASCII).not.toHaveBeenCalled();
+    } finally {
+      toASCII.mockRestore();
+    }
+    expect(upstream()).toEqual([]);
   });
 });
 
