@@ -126,6 +126,31 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
+// Unexpected errors already logged with their request's id; Yoga's own line for them would repeat
+// them without it.
+const loggedUnexpected = new WeakSet<object>();
+
+/**
+ * An error that a resolver or decoder threw unexpected (no coded error of ours, no GraphQL error),
+ * logged with its request's id before Yoga masks it to INTERNAL_SERVER_ERROR, which is all the
+ * caller sees: the id in the caller's `x-request-id` leads to this line.
+ */
+export function logUnexpectedErrors(
+  logger: Logger,
+  errors: readonly GraphQLError[] | undefined,
+  requestId: string,
+): void {
+  for (const error of errors ?? []) {
+    const original = error.originalError;
+    if (!original || original.name === 'GraphQLError' || loggedUnexpected.has(original)) continue;
+    loggedUnexpected.add(original);
+    logger.error(
+      { err: original, requestId, path: error.path?.join('.') },
+      truncate(original.message, MAX_STRING),
+    );
+  }
+}
+
 /**
  * Yoga's own logger, routed to pino. Yoga logs a masked error as the GraphQLError that wraps
  * it; the original (with its stack) is what helps whoever reads the log. A caller's mistake (a
@@ -148,6 +173,7 @@ export function yogaLogger(logger: Logger): YogaLogger {
         }
         const err =
           first instanceof GraphQLError && first.originalError ? first.originalError : first;
+        if (loggedUnexpected.has(err)) return;
         if (child.isLevelEnabled(level)) child[level]({ err }, truncate(err.message, MAX_STRING));
         return;
       }

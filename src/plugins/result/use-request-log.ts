@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { acceptedRequestId, type Context } from '../../context.js';
-import { type Logger, REQUEST_MESSAGE } from '../../observability/logger.js';
+import { type Logger, logUnexpectedErrors, REQUEST_MESSAGE } from '../../observability/logger.js';
 import type { ClientIdentity, Metrics } from '../../observability/metrics.js';
 
 interface RequestState {
@@ -141,7 +141,11 @@ export function useRequestLog({
         // An answer in parts outlives its response's headers: its line waits for the last part,
         // so the duration, upstream calls and error codes are the whole answer's.
         onExecuteDone({ result }) {
-          if (!(Symbol.asyncIterator in result)) return undefined;
+          // Before Yoga masks them (its masking runs after the plugins' hooks).
+          if (!(Symbol.asyncIterator in result)) {
+            logUnexpectedErrors(logger, result.errors, context.requestId);
+            return undefined;
+          }
           let ended = () => {};
           state.streamed = new Promise<void>((resolve) => {
             ended = resolve;
@@ -149,6 +153,7 @@ export function useRequestLog({
           context.request.signal.addEventListener('abort', () => ended(), { once: true });
           return {
             onNext({ result: part }) {
+              logUnexpectedErrors(logger, part.errors, context.requestId);
               state.codes.push(...errorCodes(part));
             },
             onEnd: () => ended(),
