@@ -83,6 +83,29 @@ describe('rate limits, in memory', () => {
     expect((await from('192.0.2.2')).status).toBe(200);
   });
 
+  it('ignores X-Forwarded-For without TRUST_PROXY, so rotating it dodges nothing', async () => {
+    const app = appWith();
+    const statuses: number[] = [];
+    for (let i = 1; i <= 5; i++) {
+      const headers = { 'x-forwarded-for': `192.0.2.${i}` };
+      statuses.push((await postGraphQL(app, QUERY, {}, headers)).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+  });
+
+  it('counts an IPv6 /64 as one however its address is written (case, leading zeros, ::)', async () => {
+    const app = appWith({ rateLimit: { trustProxy: true } });
+    const statuses: number[] = [];
+    for (const address of [
+      '2001:db8:7:9::1',
+      '2001:0db8:0007:0009::2',
+      '2001:0DB8:7:9:0:0:0:3',
+      '2001:db8:0007:9:ffff::4',
+    ])
+      statuses.push((await postGraphQL(app, QUERY, {}, { 'x-forwarded-for': address })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+
   it('holds an IPv6 /64 to one ceiling, whichever of its addresses each request comes from', async () => {
     const app = appWith({ rateLimit: { trustProxy: true } });
     const statuses: number[] = [];
