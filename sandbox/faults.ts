@@ -17,6 +17,11 @@ export interface Fault {
   reset?: boolean;
   /** 200 with a valid JSON body of about this many bytes. */
   oversizeBytes?: number;
+  /**
+   * The normal answer with only its first N repositories: a page answered short for no reason
+   * the cap explains (`total` unchanged).
+   */
+  shortPage?: number;
   /** Applies to the next N matching requests only; default: until cleared. */
   times?: number;
 }
@@ -60,7 +65,7 @@ export function createFaultTable(): FaultTable {
 /** Validates a fault that arrived as JSON over the control route; returns the problem or the fault. */
 export function parseFault(value: unknown): Fault | string {
   if (!isPlainObject(value)) return 'fault must be a JSON object';
-  const { status, headers, delayMs, oversizeBytes, times } = value;
+  const { status, headers, delayMs, oversizeBytes, shortPage, times } = value;
   if (
     status !== undefined &&
     !(Number.isInteger(status) && Number(status) >= 100 && Number(status) <= 599)
@@ -70,6 +75,7 @@ export function parseFault(value: unknown): Fault | string {
   for (const [name, field] of [
     ['delayMs', delayMs],
     ['oversizeBytes', oversizeBytes],
+    ['shortPage', shortPage],
     ['times', times],
   ] as const) {
     if (field !== undefined && !(Number.isInteger(field) && Number(field) >= 0)) {
@@ -123,6 +129,9 @@ export async function applyFault(fault: Fault, env: FaultEnvironment): Promise<v
   } else if (fault.oversizeBytes !== undefined) {
     const body = pad(String((await env.produce()).body), fault.oversizeBytes);
     sendReply(res, { status: 200, body, contentType: JSON_TYPE });
+  } else if (fault.shortPage !== undefined) {
+    const reply = await env.produce();
+    sendReply(res, { ...reply, body: shorten(String(reply.body), fault.shortPage) });
   } else if (fault.status !== undefined || fault.body !== undefined) {
     const status = fault.status ?? 200;
     const body = fault.body === undefined ? env.errorBody(status) : fault.body;
@@ -136,6 +145,13 @@ export async function applyFault(fault: Fault, env: FaultEnvironment): Promise<v
     const reply = await env.produce();
     if (!req.socket.destroyed) sendReply(res, reply);
   }
+}
+
+/** A page answer with its first `count` repositories; any other body as it was. */
+function shorten(json: string, count: number): string {
+  const page: unknown = JSON.parse(json);
+  if (!isPlainObject(page) || !Array.isArray(page.repositories)) return json;
+  return JSON.stringify({ ...page, repositories: page.repositories.slice(0, count) });
 }
 
 /**

@@ -393,7 +393,7 @@ describe('sandbox', () => {
     expect(raw.headers.get('content-type')).toMatch(/^text\/plain/);
   });
 
-  it('injects delays, non-JSON, truncated, reset and oversized answers', async () => {
+  it('injects delays, non-JSON, truncated, reset, oversized and short answers', async () => {
     sandbox.setFault('GET /git/v1/repo', { delayMs: 150, times: 1 });
     const started = Date.now();
     expect((await call('GET', '/git/v1/repo')).status).toBe(200);
@@ -419,8 +419,13 @@ describe('sandbox', () => {
     expect(Math.abs(Buffer.byteLength(big.text) - 200_000)).toBeLessThan(100);
     expect((big.body as Page).repositories).toHaveLength(4);
 
+    sandbox.setFault('GET /git/v1/repo', { shortPage: 1, times: 1 });
+    const short = (await call('GET', '/git/v1/repo')).body as Page;
+    expect(short.repositories).toHaveLength(1);
+    expect(short.total).toBeGreaterThan(1);
+
     expect((await call('GET', '/git/v1/repo')).status).toBe(200);
-    expect(sandbox.counts()['GET /git/v1/repo']).toBe(6);
+    expect(sandbox.counts()['GET /git/v1/repo']).toBe(7);
   });
 
   it('refuses faults unless enabled, and malformed routes', async () => {

@@ -29,14 +29,17 @@ export interface LoaderOptions {
 
 /**
  * The upstream's largest page as its short answers show it (the spec does not say), so that a
- * page's fill calls are planned before its first call; undefined until a short answer is seen.
+ * page's fill calls are planned before its first call.
  */
 export interface PageCap {
+  /** Trusted for planning: two short answers agreed on it. Undefined: plan one call a page. */
   value: number | undefined;
+  /** The size one short answer showed, until another agrees. */
+  seen: number | undefined;
 }
 
 export function createPageCap(): PageCap {
-  return { value: undefined };
+  return { value: undefined, seen: undefined };
 }
 
 const pageKey = (key: PageKey) => `${key.limit ?? ''}:${key.offset ?? ''}`;
@@ -166,10 +169,17 @@ async function loadPages(
   ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
 
   const budget = call.budget;
+  // Reserved synchronously, unit after unit, before any of them has made its first call. A plan
+  // rests on a learned page size that may be wrong: a unit whose plan does not fit is not refused
+  // on its word but gets its first call from what the units that fit leave, and its answers decide
+  // (a fill call it cannot finish is still never made).
+  const reservations = units.map((unit) => budget?.reserve(unit.calls));
+  for (const [index, unit] of units.entries()) {
+    if (budget && !reservations[index] && unit.calls > 1) reservations[index] = budget.reserve(1);
+  }
   await Promise.all(
-    units.map(async (unit) => {
-      // Reserved synchronously, unit after unit, before any of them has made its first call.
-      const reservation = budget?.reserve(unit.calls);
+    units.map(async (unit, index) => {
+      const reservation = reservations[index];
       if (budget && !reservation) {
         for (const index of unit.keys) results[index] = new UpstreamBudgetError(budget.limit);
         return;
@@ -201,10 +211,22 @@ function plannedCalls(range: Range, cap: number | undefined): number {
   return cap === undefined || cap <= 0 || limit <= cap ? 1 : Math.ceil(limit / cap);
 }
 
-/** A short answer (fewer items than asked while more exist) shows the upstream's page cap. */
+/**
+ * A short answer (fewer items than asked while more exist) shows the upstream's page cap, but one
+ * answer may be odd (cut short by a fault, a deploy, one account's quirk), and the cap is shared
+ * by every caller of the app: a size learned too small makes everyone's plans too large. So a
+ * size is trusted only once a second short answer agrees, and a short answer that disagrees
+ * replaces the one waiting (so a cap the upstream lowers is learned again). No answer holds more
+ * items than the upstream's cap, so a larger one, short or full, disproves what was learned.
+ */
 function learn(cap: PageCap, asked: number, got: number, more: boolean): void {
-  if (got < asked && more && got > 0) cap.value = got;
-  else if (got === asked && cap.value !== undefined && got > cap.value) cap.value = undefined;
+  if (cap.value !== undefined && got > cap.value) cap.value = undefined;
+  if (cap.seen !== undefined && got > cap.seen) cap.seen = undefined;
+  if (got === 0 || got >= asked || !more || got === cap.value) return;
+  if (got === cap.seen) {
+    cap.value = got;
+    cap.seen = undefined;
+  } else cap.seen = got;
 }
 
 /**

@@ -46,33 +46,30 @@ describe('upstream call budget', () => {
   });
 
   it('fails a short page whose fill would not fit before spending the fill calls', async () => {
-    // A fresh app has not seen the upstream's page cap: it plans one call, learns the cap from
-    // the short answer, and finds the other two would not fit.
     const fresh = await createHarness({
       sandbox: { repositories: 60, maxPageSize: 10 },
       config: { maxUpstreamCalls: 2 },
     });
     try {
-      const first = await fresh.gql('{ repositories(limit: 25) { items { id } } }');
-      expect(first.errors?.[0]?.extensions.code).toBe('UPSTREAM_BUDGET_EXCEEDED');
-      expect(first.errors?.[0]?.path).toEqual(['repositories']);
-      expect(upstreamRequests(fresh.sandbox, ROUTE)).toHaveLength(1);
+      // Whether the page size is unknown (the first two) or trusted (the third, whose plan of
+      // three calls does not fit), the first call is made and its short answer shows that the
+      // other two would not fit: they are not made.
+      for (let i = 0; i < 3; i++) {
+        fresh.sandbox.clearRequests();
+        const result = await fresh.gql('{ repositories(limit: 25) { items { id } } }');
+        expect(result.errors?.[0]?.extensions.code).toBe('UPSTREAM_BUDGET_EXCEEDED');
+        expect(result.errors?.[0]?.path).toEqual(['repositories']);
+        expect(upstreamRequests(fresh.sandbox, ROUTE)).toHaveLength(1);
+      }
 
-      // Now the cap is known: the three calls are planned up front and refused with none spent.
+      // Within the budget, a page is filled in full.
       fresh.sandbox.clearRequests();
-      const second = await fresh.gql('{ repositories(limit: 25) { items { id } } }');
-      expect(second.errors?.[0]?.extensions.code).toBe('UPSTREAM_BUDGET_EXCEEDED');
-      expect(upstreamRequests(fresh.sandbox, ROUTE)).toHaveLength(0);
-
-      // Within the budget, the same page is filled in full.
-      const roomy = fresh.createApp({ config: { maxUpstreamCalls: 3 } });
-      const third = await postGraphQL<{ repositories: Page }>(
-        roomy,
-        '{ repositories(limit: 25) { items { id } } }',
+      const within = await fresh.gql<{ repositories: Page }>(
+        '{ repositories(limit: 20) { items { id } } }',
       );
-      expect(third.errors).toBeUndefined();
-      expect(third.data?.repositories?.items).toHaveLength(25);
-      expect(upstreamRequests(fresh.sandbox, ROUTE)).toHaveLength(3);
+      expect(within.errors).toBeUndefined();
+      expect(within.data?.repositories?.items).toHaveLength(20);
+      expect(upstreamRequests(fresh.sandbox, ROUTE)).toHaveLength(2);
     } finally {
       await fresh.close();
     }
@@ -91,6 +88,78 @@ describe('upstream call budget', () => {
     expect(result.errors?.[0]?.extensions.code).toBe('UPSTREAM_BUDGET_EXCEEDED');
     expect(result.errors?.[0]?.path).toEqual(['b']);
     expect(upstreamRequests(h.sandbox, 'POST /domains/v1/verifications')).toHaveLength(1);
+  });
+});
+
+describe("the upstream's learned page size", () => {
+  // The upstream's real cap (100) is above every page here: any short answer is an odd one.
+  const h = useHarness({ sandbox: { repositories: 60 } });
+  const PAGE = '{ repositories(limit: 25) { items { id } } }';
+  /** One caller's page of two answered short once (one item), then filled by a second call. */
+  const oddShortPage = async (app: ReturnType<typeof h.createApp>) => {
+    h.sandbox.setFault(ROUTE, { shortPage: 1, times: 1 });
+    const odd = await postGraphQL<{ repositories: Page }>(
+      app,
+      '{ repositories(limit: 2) { items { id } } }',
+      {},
+      { authorization: 'Bearer caller-a' },
+    );
+    expect(odd.data?.repositories?.items).toHaveLength(2);
+  };
+
+  it("is not taught by one short answer to one caller: another caller's page still answers", async () => {
+    const app = h.createApp();
+    await oddShortPage(app);
+    h.sandbox.clearRequests();
+    const other = await postGraphQL<{ repositories: Page }>(
+      app,
+      PAGE,
+      {},
+      {
+        authorization: 'Bearer caller-b',
+      },
+    );
+    expect(other.errors).toBeUndefined();
+    expect(other.data?.repositories?.items).toHaveLength(25);
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(1);
+  });
+
+  it('fetches a page whose plan exceeds the budget and lets the answer decide', async () => {
+    // Two agreeing short answers make the size trusted; the plan it gives (25 calls) is wrong.
+    const app = h.createApp();
+    await oddShortPage(app);
+    await oddShortPage(app);
+    h.sandbox.clearRequests();
+    const page = await postGraphQL<{ repositories: Page }>(app, PAGE);
+    expect(page.errors).toBeUndefined();
+    expect(page.data?.repositories?.items).toHaveLength(25);
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(1);
+  });
+
+  it('lets the fields whose plan fits go first, and gives one that does not fit what is left', async () => {
+    const capped = await createHarness({
+      sandbox: { repositories: 60, maxPageSize: 10 },
+      config: { maxCoalescedRange: 0, maxUpstreamCalls: 2 },
+    });
+    try {
+      // Two short answers of 10 make the size trusted: the first field below plans 3 calls.
+      for (let i = 0; i < 2; i++) await capped.gql('{ repositories(limit: 11) { items { id } } }');
+      capped.sandbox.clearRequests();
+      const result = await capped.gql<Record<string, Page>>(`{
+        a: repositories(limit: 25) { items { id } }
+        b: repositories(limit: 1, offset: 30) { items { id } }
+        c: repositories(limit: 1, offset: 40) { items { id } }
+      }`);
+      expect(result.data?.a).toBeNull();
+      expect(result.errors?.map((error) => error.extensions.code)).toEqual([
+        'UPSTREAM_BUDGET_EXCEEDED',
+      ]);
+      expect(result.data?.b?.items).toHaveLength(1);
+      expect(result.data?.c?.items).toHaveLength(1);
+      expect(upstreamRequests(capped.sandbox, ROUTE)).toHaveLength(2);
+    } finally {
+      await capped.close();
+    }
   });
 });
 
