@@ -137,24 +137,52 @@ async function loadPages(
     }
   }
 
-  // Each call-making unit of the batch, in field order: the budget is planned for all of them
-  // before the first call, so a field that does not fit fails at once and costs nothing.
-  const units = [
+  // A call that brought `total`, for the pages of no items: any call of the batch will do.
+  let brought: { list: RepositoryList; sentOffset: boolean } | undefined;
+  const bring = (list: RepositoryList, sentOffset: boolean) => {
+    brought ??= { list, sentOffset };
+  };
+
+  // Each call-making unit of the batch, in field order, with the calls it is expected to need.
+  // `load` settles the unit's keys; what it throws fails all of them.
+  const units: Array<{
+    keys: number[];
+    calls: number;
+    load: (unitCall: CallContext) => Promise<void>;
+  }> = [
     ...direct.map((index) => ({
       keys: [index],
       calls: 1,
-      run: (unitCall: CallContext) => client.listRepositories(keys[index] as PageKey, unitCall),
-      settle: (page: RepositoryList) => {
+      load: async (unitCall: CallContext) => {
+        const key = keys[index] as PageKey;
+        const page = await client.listRepositories(key, unitCall);
+        bring(page, key.offset !== undefined);
         results[index] = page;
       },
     })),
     ...ranges.map((range) => ({
       keys: range.keys,
       calls: plannedCalls(range, options.pageCap.value),
-      run: (unitCall: CallContext) => fetchRange(client, unitCall, range, options.pageCap),
-      settle: (covering: RepositoryList) => {
+      load: async (unitCall: CallContext) => {
+        const ends = range.keys
+          .map((index) => pageEnd(keys[index] as PageKey))
+          .sort((a, b) => a - b);
+        const { covering, failure } = await fetchRange(
+          client,
+          unitCall,
+          range,
+          ends,
+          options.pageCap,
+        );
+        bring(covering, range.sendOffset);
+        const covered = range.start + covering.repositories.length;
         for (const index of range.keys) {
           const key = keys[index] as PageKey;
+          // Cut short: the pages it finished answer; those it did not get its failure.
+          if (failure && key.limit !== 0 && Math.min(pageEnd(key), covering.total) > covered) {
+            results[index] = failure;
+            continue;
+          }
           const from = (key.offset ?? 0) - range.start;
           results[index] = {
             ...covering,
@@ -173,10 +201,8 @@ async function loadPages(
   // rests on a learned page size that may be wrong: a unit whose plan does not fit is not refused
   // on its word but gets its first call from what the units that fit leave, and its answers decide
   // (a fill call it cannot finish is still never made).
-  const reservations = units.map((unit) => budget?.reserve(unit.calls));
-  for (const [index, unit] of units.entries()) {
-    if (budget && !reservations[index] && unit.calls > 1) reservations[index] = budget.reserve(1);
-  }
+  const planned = units.map((unit) => budget?.reserve(unit.calls));
+  const reservations = planned.map((reservation) => reservation ?? budget?.reserve(1));
   await Promise.all(
     units.map(async (unit, index) => {
       const reservation = reservations[index];
@@ -194,7 +220,7 @@ async function loadPages(
       };
       if (reservation) unitCall.budget = reservation;
       try {
-        unit.settle(await unit.run(unitCall));
+        await unit.load(unitCall);
       } catch (error) {
         for (const index of unit.keys) results[index] = error as Error;
       } finally {
@@ -202,8 +228,21 @@ async function loadPages(
       }
     }),
   );
+  // A page of no items whose host failed still answers from any call that brought `total`.
+  for (const index of totalsOnly) {
+    if (!brought || !(results[index] instanceof Error)) continue;
+    const key = keys[index] as PageKey;
+    results[index] = {
+      ...brought.list,
+      repositories: [],
+      offset: key.offset ?? (brought.sentOffset ? 0 : brought.list.offset),
+    };
+  }
   return results;
 }
+
+/** Where a page ends: its offset (the upstream's default, 0, when omitted) plus its limit. */
+const pageEnd = (key: PageKey) => (key.offset ?? 0) + (key.limit ?? 0);
 
 /** The calls a range is expected to need: one, or as many as the known page cap makes it. */
 function plannedCalls(range: Range, cap: number | undefined): number {
@@ -232,15 +271,18 @@ function learn(cap: PageCap, asked: number, got: number, more: boolean): void {
 /**
  * Fetches [offset, offset + limit). The upstream's maximum page size is not specified: when it
  * answers short while `total` says more exist, the rest is fetched rather than returning a short
- * page. Every fill call is in the range's budget before it is made: when the fill needs more than
- * was reserved and the request's budget cannot add them, the range fails before spending them.
+ * page. A merged range is filled page by page (`ends`, where its pages end, in order): before the
+ * calls that finish the next page, they must fit in the range's budget, or the fill stops there,
+ * so the pages already finished answer and no call is spent on a page that cannot be finished.
+ * What stopped it is `failure`; a failure of the first call is thrown.
  */
 async function fetchRange(
   client: UpstreamClient,
   call: CallContext,
   range: Range,
+  ends: readonly number[],
   cap: PageCap,
-): Promise<RepositoryList> {
+): Promise<{ covering: RepositoryList; failure?: Error }> {
   const offset = range.start;
   const limit = range.end - range.start;
   const first = await client.listRepositories(
@@ -251,25 +293,30 @@ async function fetchRange(
   let total = first.total;
   let last = items.length;
   learn(cap, limit, last, offset + last < total);
-  // An upstream that answers an empty page makes no progress: what it gave is the answer.
-  while (last > 0 && items.length < limit && offset + items.length < total) {
-    const wanted = Math.min(limit - items.length, total - offset - items.length);
-    ensureCalls(call.budget, Math.ceil(wanted / last));
-    const next = await client.listRepositories(
-      { limit: limit - items.length, offset: offset + items.length },
-      call,
-    );
-    items.push(...next.repositories);
-    total = next.total;
-    learn(
-      cap,
-      limit - (items.length - next.repositories.length),
-      next.repositories.length,
-      offset + items.length < total,
-    );
-    last = next.repositories.length;
+  try {
+    // An upstream that answers an empty page makes no progress: what it gave is the answer.
+    while (last > 0 && items.length < limit && offset + items.length < total) {
+      const covered = offset + items.length;
+      const goal = Math.min(ends.find((end) => end > covered) ?? range.end, total);
+      ensureCalls(call.budget, Math.ceil((goal - covered) / last));
+      const next = await client.listRepositories(
+        { limit: limit - items.length, offset: covered },
+        call,
+      );
+      items.push(...next.repositories);
+      total = next.total;
+      learn(
+        cap,
+        limit - (items.length - next.repositories.length),
+        next.repositories.length,
+        offset + items.length < total,
+      );
+      last = next.repositories.length;
+    }
+  } catch (error) {
+    return { covering: { ...first, repositories: items, total }, failure: error as Error };
   }
-  return { ...first, repositories: items, total };
+  return { covering: { ...first, repositories: items, total } };
 }
 
 /** Makes sure `needed` calls are in this range's reservation, or fails it with none spent. */

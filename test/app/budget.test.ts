@@ -195,6 +195,48 @@ describe('fan-out of one small document', () => {
   });
 });
 
+describe('pages merged into one range past the budget', () => {
+  // Pages of 7: two adjacent pages of 100 merge into one range of 200 (29 calls), past the default
+  // budget of 20, while either alone (15 calls) fits.
+  const h = useHarness({ sandbox: { repositories: 300, maxPageSize: 7 } });
+
+  it('answers the pages the budget covers, and fails the rest without spending calls on them', async () => {
+    // Twice: first with the page size unknown, then with it learned and trusted.
+    for (let i = 0; i < 2; i++) {
+      h.sandbox.clearRequests();
+      const result = await h.gql<{ a: Page; b: Page; c: { total: number } | null }>(`{
+        a: repositories(limit: 100, offset: 0) { items { id } }
+        b: repositories(limit: 100, offset: 100) { items { id } }
+        c: repositories(limit: 0) { total }
+      }`);
+      expect(result.data?.a?.items).toHaveLength(100);
+      expect(result.data?.c?.total).toBe(300);
+      expect(result.data?.b).toBeNull();
+      expect(result.errors?.map((error) => [error.path?.[0], error.extensions.code])).toEqual([
+        ['b', 'UPSTREAM_BUDGET_EXCEEDED'],
+      ]);
+      // The calls that finished a (15 pages of 7), none toward b.
+      expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(15);
+    }
+  });
+
+  it('answers a total-only field from any call that brought total', async () => {
+    // The range after the total-only field's host fails outright; the direct page still answers.
+    const app = h.createApp({ config: { maxUpstreamCalls: 1 } });
+    const result = await postGraphQL<{ a: Page; c: { total: number } | null }>(
+      app,
+      `{
+        a: repositories { items { id } }
+        b: repositories(limit: 100, offset: 100) { items { id } }
+        c: repositories(limit: 0) { total }
+      }`,
+    );
+    expect(result.data?.a?.items).toHaveLength(7);
+    expect(result.data?.c?.total).toBe(300);
+    expect(result.errors?.map((error) => error.path?.[0])).toEqual(['b']);
+  });
+});
+
 describe('upstream call budget of a batch', () => {
   const h = useHarness({
     config: { maxUpstreamCalls: 2, limits: { batchingLimit: 3 } },
