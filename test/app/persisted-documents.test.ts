@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createMemoryApqStore } from '../../src/plugins/request/use-apq.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
@@ -18,6 +18,7 @@ const ARBITRARY = '{ repositories(limit: 2) { total } }';
 const UNKNOWN = bareSha256('{ __typename }');
 
 const dir = mkdtempSync(join(tmpdir(), 'trusted-documents-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function manifestFile(name: string, content: string): string {
   const path = join(dir, name);
   writeFileSync(path, content);
@@ -26,6 +27,11 @@ function manifestFile(name: string, content: string): string {
 const MANIFEST = manifestFile(
   'persisted-documents.json',
   JSON.stringify({ [sha256(LIST)]: LIST, [sha256(CREATE)]: CREATE }, null, 2),
+);
+// The same documents under bare hex ids, as other generators and hand-written manifests have them.
+const BARE_MANIFEST = manifestFile(
+  'bare-persisted-documents.json',
+  JSON.stringify({ [bareSha256(LIST)]: LIST, [bareSha256(CREATE)]: CREATE }, null, 2),
 );
 
 type Body = {
@@ -178,6 +184,44 @@ describe('trusted documents beside other documents (PERSISTED_DOCUMENTS_ONLY uns
     const { body } = await get(h.app, { extensions: apq(hash) });
     expect(body.errors).toBeUndefined();
     expect(body.data?.repositories).toMatchObject({ total: expect.any(Number) });
+  });
+});
+
+describe.each([
+  ['sha256:<hex> ids', MANIFEST, 'true'],
+  ['sha256:<hex> ids', MANIFEST, 'false'],
+  ['bare hex ids', BARE_MANIFEST, 'true'],
+  ['bare hex ids', BARE_MANIFEST, 'false'],
+])('a manifest of %s, PERSISTED_DOCUMENTS_ONLY=%s', (_, manifest, only) => {
+  const h = useHarness(() => ({
+    config: pick(loadConfig({ PERSISTED_DOCUMENTS: manifest, PERSISTED_DOCUMENTS_ONLY: only })),
+  }));
+  const hex = bareSha256(LIST);
+
+  // Apollo Client's persisted-query link sends the bare digest whatever the manifest's ids are.
+  it.each([
+    ['its bare digest', hex],
+    ['its sha256: id', `sha256:${hex}`],
+    ['its digest in upper case', hex.toUpperCase()],
+    ['its sha256: id in upper case', `sha256:${hex.toUpperCase()}`],
+  ])('runs the document named by %s, as documentId or sha256Hash', async (_, id) => {
+    for (const named of [{ documentId: id }, { extensions: apq(id) }]) {
+      const { body } = await post(h.app, { ...named, variables: { limit: 1 } });
+      expect(body.errors, JSON.stringify(named)).toBeUndefined();
+      expect(itemsOf(body)).toHaveLength(1);
+    }
+    const { body } = await get(h.app, { extensions: apq(id), variables: { limit: 2 } });
+    expect(body.errors).toBeUndefined();
+    expect(itemsOf(body)).toHaveLength(2);
+  });
+
+  it('answers another digest with PERSISTED_QUERY_NOT_FOUND', async () => {
+    for (const id of [UNKNOWN, `sha256:${UNKNOWN}`]) {
+      for (const named of [{ documentId: id }, { extensions: apq(id) }]) {
+        expect(codeOf((await post(h.app, named)).body)).toBe('PERSISTED_QUERY_NOT_FOUND');
+      }
+    }
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
   });
 });
 

@@ -35,6 +35,36 @@ function apqHashOf(params: GraphQLParams): string | undefined {
     : undefined;
 }
 
+// A SHA-256 id, bare or after `sha256:`: the preset writes the prefixed form, while Apollo Client's
+// persisted-query link sends the bare digest for the same document.
+const SHA256_ID = /^(?:sha256:)?([0-9a-f]{64})$/i;
+
+/**
+ * Finds a manifest document by its id as written, or a SHA-256 id in either form and either case
+ * (the digest is the document's, so both forms name the same one).
+ */
+function createDocumentLookup(
+  documents: ReadonlyMap<string, string>,
+): (id: string) => string | undefined {
+  const bySha256 = new Map<string, string>();
+  for (const [id, document] of documents) {
+    const digest = SHA256_ID.exec(id)?.[1];
+    if (digest) bySha256.set(digest.toLowerCase(), document);
+  }
+  return (id) => {
+    const digest = SHA256_ID.exec(id)?.[1];
+    return digest ? bySha256.get(digest.toLowerCase()) : documents.get(id);
+  };
+}
+
+/** Params without Apollo's extension: the trusted document is found, APQ has nothing to do. */
+function withoutPersistedQuery(params: GraphQLParams): GraphQLParams {
+  const extensions = params.extensions as Record<string, unknown> | undefined;
+  if (!extensions || !('persistedQuery' in extensions)) return params;
+  const { persistedQuery: _, ...rest } = extensions;
+  return { ...params, extensions: rest };
+}
+
 // 200, as Apollo's protocol has it: clients read the code from the body and resend the document.
 const notFound = () =>
   new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
@@ -56,10 +86,11 @@ const onlyTrusted = () =>
  * text runs as usual, and an APQ hash that is not in the manifest is APQ's to serve.
  */
 export function useTrustedDocuments({ documents, only }: TrustedDocumentsOptions): Plugin {
+  const find = createDocumentLookup(documents);
   const inner = usePersistedOperations({
     allowArbitraryOperations: !only,
     extractPersistedOperationId: (params, request) => documentIdOf(params, request) ?? null,
-    getPersistedOperation: (id) => documents.get(id) ?? null,
+    getPersistedOperation: (id) => find(id) ?? null,
     customErrors: {
       notFound,
       persistedQueryOnly: onlyTrusted,
@@ -78,10 +109,14 @@ export function useTrustedDocuments({ documents, only }: TrustedDocumentsOptions
           request.method === 'GET' &&
           new URL(request.url, 'http://localhost').searchParams.has(DOCUMENT_ID_PARAM);
         const hash = apqHashOf(params);
-        const named = explicit || inUrl || (hash !== undefined && documents.has(hash));
+        const named = explicit || inUrl || (hash !== undefined && find(hash) !== undefined);
         if (!named) return;
       }
-      return onParams(payload);
+      // APQ, which runs next, would check a `sha256:` id as a digest and store the document again.
+      return onParams({
+        ...payload,
+        setParams: (params) => payload.setParams(withoutPersistedQuery(params)),
+      });
     },
   };
 }
