@@ -16,12 +16,14 @@ import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
 import { decodeRepositoryList } from './repository-list.js';
 import {
+  createRedact,
   cutOff,
   DeadlineError,
   errorMessage,
   header,
   isTooLarge,
   parseBody,
+  type Redact,
   retryDelay,
   toUpstreamError,
 } from './responses.js';
@@ -109,6 +111,7 @@ export class UpstreamClient {
   readonly #prefix: string;
   readonly #breakers: RouteBreakers;
   readonly #server: { address: string; port: number };
+  readonly #redact: Redact;
   #calls = 0;
 
   constructor(options: UpstreamClientOptions) {
@@ -120,6 +123,8 @@ export class UpstreamClient {
     };
     this.#origin = url.origin;
     this.#prefix = url.pathname.replace(/\/+$/, '');
+    // Of the facade's secrets, the key is the one the upstream is sent and so may quote back.
+    this.#redact = createRedact([options.apiKey]);
     this.#breakers = createRouteBreakers(
       options.breakerThreshold,
       options.breakerCooldownMs,
@@ -285,13 +290,13 @@ export class UpstreamClient {
       if (response.statusCode < 200 || response.statusCode >= 300) {
         throw upstreamHttpError(
           response.statusCode,
-          errorMessage(response.statusCode, text),
+          errorMessage(response.statusCode, text, this.#redact),
           header(response.headers['retry-after']),
         );
       }
       // The verify answer's body is not specified: any 2xx is the answer, whatever it holds.
       if (request.decode === anyBody) return undefined as T;
-      return parseBody(text, request.decode, response.statusCode);
+      return parseBody(text, request.decode, response.statusCode, this.#redact);
     } catch (error) {
       if (isDefect(error, cancel)) throw error;
       const failure = toUpstreamError(error, cancel, timeoutMs);

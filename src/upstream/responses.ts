@@ -24,18 +24,40 @@ export function isTooLarge(error: unknown): boolean {
   return (error as { code?: string } | undefined)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 }
 
-export function errorMessage(status: number, text: string): string {
+/** Takes the facade's own secrets out of text the upstream wrote. */
+export type Redact = (text: string) => string;
+
+const REDACTED = '[redacted]';
+
+/**
+ * An upstream may quote what it was sent (a rejected key, a URL with it) in a message the facade
+ * passes on; a secret is replaced as it is and as a URL carries it, longest first so that a
+ * secret containing another is not left half shown.
+ */
+export function createRedact(secrets: ReadonlyArray<string | undefined>): Redact {
+  const forms = [
+    ...new Set(secrets.flatMap((secret) => (secret ? [secret, encodeURIComponent(secret)] : []))),
+  ].sort((a, b) => b.length - a.length);
+  if (forms.length === 0) return (text) => text;
+  return (text) => forms.reduce((out, form) => out.split(form).join(REDACTED), text);
+}
+
+/**
+ * The upstream's message without the facade's secrets, bounded. Redacted before it is cut, so
+ * that a secret across the bound leaves no part of itself.
+ */
+export function errorMessage(status: number, text: string, redact: Redact): string {
   try {
     const parsed = wireError.safeParse(JSON.parse(text));
     const message = parsed.success ? (parsed.data.message ?? parsed.data.response) : undefined;
-    if (message) return message.slice(0, MESSAGE_LIMIT);
+    if (message) return redact(message).slice(0, MESSAGE_LIMIT);
   } catch {
     // A non-JSON error body may be an HTML page or a stack trace: never passed on.
   }
   return `The upstream answered ${status}`;
 }
 
-export function parseBody<T>(text: string, decode: Decoder<T>, status: number): T {
+export function parseBody<T>(text: string, decode: Decoder<T>, status: number, redact: Redact): T {
   let json: unknown;
   try {
     json = text === '' ? undefined : JSON.parse(text);
@@ -50,9 +72,12 @@ export function parseBody<T>(text: string, decode: Decoder<T>, status: number): 
   } catch (error) {
     if (!(error instanceof WireMismatch)) throw error;
     const field = error.path.length ? error.path.join('.') : '(body)';
+    // The path may hold the upstream's own map keys.
     throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
       status,
-      message: `The upstream's answer does not match the spec at ${field}: ${error.message}`,
+      message: redact(
+        `The upstream's answer does not match the spec at ${field}: ${error.message}`,
+      ),
     });
   }
 }

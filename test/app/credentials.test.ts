@@ -74,6 +74,44 @@ describe('credentials, service-key mode with CLIENT_TOKENS', () => {
     const [sent] = upstreamRequests(h.sandbox, 'GET /git/v1/repo');
     expect(sent?.headers.authorization).toBe('Bearer facade-service-key');
   });
+
+  it("never passes the facade's key back in an upstream message", async () => {
+    const caller = { authorization: 'Bearer client-token-a' };
+    h.sandbox.setFault('GET /git/v1/repo', {
+      status: 403,
+      body: { message: 'Bearer facade-service-key may not list; facade-service-key is read-only' },
+    });
+    const [error] = (await h.gql(QUERY, {}, caller)).errors ?? [];
+    const redacted = 'Bearer [redacted] may not list; [redacted] is read-only';
+    expect(error?.message).toBe(redacted);
+    expect(error?.extensions).toEqual({
+      code: 'FORBIDDEN',
+      upstream: { status: 403, message: redacted },
+    });
+
+    // verifyDomain passes a refusal's message on as its answer.
+    h.sandbox.setFault('PUT /domains/v1/verifications', {
+      status: 404,
+      body: { message: 'no verification under facade-service-key' },
+    });
+    const verify = await h.gql<{ verifyDomain: { message: string } }>(
+      'mutation { verifyDomain(input: { domain: "example.com" }) { message } }',
+      {},
+      caller,
+    );
+    expect(verify.data?.verifyDomain.message).toBe('no verification under [redacted]');
+  });
+
+  it('redacts the key before cutting a message to its bound, so no part of it is left', async () => {
+    // The key starts 5 characters before the bound: cut first, its first 5 characters would stay.
+    h.sandbox.setFault('GET /git/v1/repo', {
+      status: 403,
+      body: { message: `${'x'.repeat(495)}facade-service-key` },
+    });
+    const [error] =
+      (await h.gql(QUERY, {}, { authorization: 'Bearer client-token-b' })).errors ?? [];
+    expect(error?.message).toBe(`${'x'.repeat(495)}[reda`);
+  });
 });
 
 describe('credentials, service-key mode with the anonymous opt-out', () => {

@@ -105,6 +105,17 @@ describe('upstream errors', () => {
     expect(JSON.stringify(result)).not.toContain('Traceback');
   });
 
+  it('cuts an upstream message to 500 characters, in message and extensions.upstream', async () => {
+    h.sandbox.setFault('GET /git/v1/repo', {
+      status: 503,
+      body: { message: 'overloaded '.repeat(1000).slice(0, 10_000) },
+    });
+    const [error] = (await h.gql(LIST)).errors ?? [];
+    expect(error?.extensions.code).toBe('UPSTREAM_ERROR');
+    expect(error?.message).toHaveLength(500);
+    expect(error?.extensions.upstream).toEqual({ status: 503, message: error?.message });
+  });
+
   it('names the field of an answer that does not match the spec', async () => {
     h.sandbox.setFault('GET /git/v1/repo', {
       status: 200,
