@@ -401,9 +401,11 @@ const schema = z.object({
   // Trusted documents: the manifest's path, and whether only its documents run.
   PERSISTED_DOCUMENTS: manifestFile.optional(),
   PERSISTED_DOCUMENTS_ONLY: bool.default(false),
-  // Automatic persisted queries: the memory store's bound, and how long Redis keeps a document.
+  // Automatic persisted queries: the memory store's bound, how long Redis keeps a document, and
+  // the bound of APQ's own key space in Redis.
   APQ_CACHE_BYTES: int(0, 1024 * 1024 * 1024).default(8 * 1024 * 1024),
   APQ_TTL_S: int(1, 30 * 86_400).default(86_400),
+  APQ_REDIS_BYTES: int(0, 1024 * 1024 * 1024).default(64 * 1024 * 1024),
 });
 
 type Env = z.output<typeof schema>;
@@ -500,9 +502,16 @@ export interface Config {
   persistedDocuments: { documents: ReadonlyMap<string, string> | undefined; only: boolean };
   /**
    * Automatic persisted queries, on unless only trusted documents run. Documents are kept in
-   * memory up to `cacheBytes` (0: none), and in Redis for `ttlS` when REDIS_URL is set.
+   * memory up to `cacheBytes` (0: none), and with REDIS_URL in Redis for `ttlS` after their last
+   * use, up to `redisBytes` (0: none).
    */
-  apq: { enabled: boolean; cacheBytes: number; ttlS: number; redisUrl: string | undefined };
+  apq: {
+    enabled: boolean;
+    cacheBytes: number;
+    ttlS: number;
+    redisBytes: number;
+    redisUrl: string | undefined;
+  };
 }
 
 export type TraceSampler = (typeof SAMPLERS)[number];
@@ -585,6 +594,7 @@ function toConfig(env: Env): Config {
       enabled: !env.PERSISTED_DOCUMENTS_ONLY,
       cacheBytes: env.APQ_CACHE_BYTES,
       ttlS: env.APQ_TTL_S,
+      redisBytes: env.APQ_REDIS_BYTES,
       redisUrl: env.REDIS_URL,
     },
   };

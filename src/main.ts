@@ -223,6 +223,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     : redis
       ? createRedisApqStore(redis, {
           ttlS: config.apq.ttlS,
+          maxBytes: config.apq.redisBytes,
           memoryBytes: config.apq.cacheBytes,
           logger,
         })

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createMemoryApqStore } from '../../src/plugins/request/use-apq.js';
+import { APQ_MAX_DOCUMENT_BYTES, createMemoryApqStore } from '../../src/plugins/request/use-apq.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
 // The id @graphql-codegen/client-preset writes: `sha256:` and the hex digest of the document.
@@ -258,6 +258,52 @@ describe('automatic persisted queries, in memory', () => {
     expect(status).toBe(200);
     expect(body.errors).toBeUndefined();
     expect(itemsOf(body)).toHaveLength(1);
+  });
+
+  it('stores a document sent with its hash only once it has parsed and validated', async () => {
+    const aliases = Array.from({ length: 20 }, (_, i) => `a${i}: repositories { total }`).join(' ');
+    const refused = [
+      // Text that is not GraphQL: a flood of it must not fill the store.
+      'not a GraphQL document '.repeat(2_000),
+      // GraphQL that does not validate against the schema.
+      '{ repositories(limit: 1) { nope } }',
+      // Valid but past a limit (MAX_ALIASES).
+      `{ ${aliases} }`,
+    ];
+    for (const text of refused) {
+      const hash = bareSha256(text);
+      const sent = await post(h.app, { query: text, extensions: apq(hash) });
+      expect(codeOf(sent.body)).toMatch(/^GRAPHQL_(PARSE|VALIDATION)_FAILED$/);
+      const again = await post(h.app, { extensions: apq(hash) });
+      expect(codeOf(again.body)).toBe('PERSISTED_QUERY_NOT_FOUND');
+    }
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+  });
+
+  it('keeps concurrent registrations apart: only the valid one is stored', async () => {
+    const valid = '{ repositories(limit: 2) { total } }';
+    const junk = 'also not GraphQL';
+    await Promise.all(
+      [junk, valid, junk.repeat(2)].map((text) =>
+        post(h.app, { query: text, extensions: apq(bareSha256(text)) }),
+      ),
+    );
+    expect((await post(h.app, { extensions: apq(bareSha256(valid)) })).body.errors).toBeUndefined();
+    for (const text of [junk, junk.repeat(2)]) {
+      const { body } = await post(h.app, { extensions: apq(bareSha256(text)) });
+      expect(codeOf(body)).toBe('PERSISTED_QUERY_NOT_FOUND');
+    }
+  });
+
+  it('runs a valid document longer than the stored bound, without storing it', async () => {
+    const long = `{ repositories(limit: 1) { total } }${' '.repeat(APQ_MAX_DOCUMENT_BYTES)}`;
+    const hash = bareSha256(long);
+    const sent = await post(h.app, { query: long, extensions: apq(hash) });
+    expect(sent.body.errors).toBeUndefined();
+    expect(sent.body.data?.repositories).toMatchObject({ total: expect.any(Number) });
+    expect(codeOf((await post(h.app, { extensions: apq(hash) })).body)).toBe(
+      'PERSISTED_QUERY_NOT_FOUND',
+    );
   });
 
   it('does not accept documentId without a trusted-documents manifest', async () => {

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisApqStore } from '../../src/plugins/request/use-apq.js';
+import { createRateLimiter } from '../../src/plugins/request/use-rate-limit.js';
 import { connectRedis } from '../../src/redis.js';
 import { useHarness } from '../helpers/harness.js';
 import { freePort, waitForPort } from '../helpers/net.js';
@@ -41,6 +42,39 @@ async function getByHash(app: App, hash: string) {
 
 const codeOf = (body: Body) => body.errors?.[0]?.extensions?.code;
 
+// APQ's key space in Redis (src/plugins/request/use-apq.ts).
+const DOCUMENTS = 'graphql-facade:apq:documents';
+const USED = 'graphql-facade:apq:used';
+const BYTES = 'graphql-facade:apq:bytes';
+
+/** A redis-server of the test's own on a free port, without persistence. */
+async function startRedis(args: string[] = []): Promise<{ url: string; process: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
+    { stdio: 'ignore' },
+  );
+  await waitForPort(port);
+  return { url: `redis://127.0.0.1:${port}`, process: child };
+}
+
+async function stopRedis(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  child.kill('SIGKILL');
+  await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
+}
+
+/** Connected, since with no offline queue a command before then fails (and falls back). */
+async function connected(url: string): Promise<Redis> {
+  const connection = await connectRedis(url);
+  if (connection.status !== 'ready') await once(connection, 'ready');
+  return connection;
+}
+
+const usedMemory = async (redis: Redis) =>
+  Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
+
 describe('APQ documents in Redis, shared by two replicas', () => {
   it.runIf(!hasRedis && process.env.CI === 'true')('needs redis-server in CI', () => {
     expect.fail('redis-server is not installed: .ci/run installs Debian\'s "redis-server"');
@@ -56,34 +90,19 @@ describe('APQ documents in Redis, shared by two replicas', () => {
     let redisUrl: string;
 
     beforeAll(async () => {
-      const port = await freePort();
-      redisProcess = spawn(
-        'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-        { stdio: 'ignore' },
-      );
-      await waitForPort(port);
-      redisUrl = `redis://127.0.0.1:${port}`;
-      connections.push(await connectRedis(redisUrl), await connectRedis(redisUrl));
+      const redis = await startRedis();
+      redisProcess = redis.process;
+      redisUrl = redis.url;
+      connections.push(await connected(redisUrl), await connected(redisUrl));
       const [first, second] = connections as [Redis, Redis];
-      // No offline queue: a command before the connection is ready fails (and falls back).
-      await Promise.all(
-        connections.map((c) => (c.status === 'ready' ? undefined : once(c, 'ready'))),
-      );
-      const options = { ttlS: 120, memoryBytes: 1024 * 1024 };
+      const options = { ttlS: 120, maxBytes: 1024 * 1024, memoryBytes: 1024 * 1024 };
       a = h.createApp({ apqStore: createRedisApqStore(first, options) });
       b = h.createApp({ apqStore: createRedisApqStore(second, options) });
     }, 30_000);
 
     afterAll(async () => {
       for (const connection of connections) connection.disconnect();
-      if (redisProcess && redisProcess.exitCode === null) {
-        redisProcess.kill('SIGKILL');
-        await Promise.race([
-          new Promise((resolve) => redisProcess?.once('exit', resolve)),
-          sleep(5_000),
-        ]);
-      }
+      await stopRedis(redisProcess);
     });
 
     const first = '{ repositories(limit: 1) { total } }';
@@ -99,11 +118,12 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       expect(body.errors).toBeUndefined();
       expect(body.data?.repositories).toMatchObject({ total: expect.any(Number) });
       const redis = connections[0] as Redis;
-      const key = `graphql-facade:apq:${hash}`;
-      expect(await redis.get(key)).toBe(first);
-      const ttl = await redis.ttl(key);
-      expect(ttl).toBeGreaterThan(0);
-      expect(ttl).toBeLessThanOrEqual(120);
+      expect(await redis.hget(DOCUMENTS, hash)).toBe(first);
+      for (const key of [DOCUMENTS, USED, BYTES]) {
+        const ttl = await redis.ttl(key);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(120);
+      }
     });
 
     it('stores nothing under a hash that is not the document’s', async () => {
@@ -111,7 +131,7 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       const { status, body } = await post(a, { query: second, extensions: apq(wrong) });
       expect(status).toBe(400);
       expect(codeOf(body)).toBe('BAD_USER_INPUT');
-      expect(await (connections[0] as Redis).get(`graphql-facade:apq:${wrong}`)).toBeNull();
+      expect(await (connections[0] as Redis).hexists(DOCUMENTS, wrong)).toBe(0);
     });
 
     it('shares documents with a facade process started with REDIS_URL', async () => {
@@ -165,6 +185,128 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       expect(resent.body.errors).toBeUndefined();
       expect(resent.body.data?.repositories).toMatchObject({ total: expect.any(Number) });
       expect((await getByHash(a, onlyOnB)).body.errors).toBeUndefined();
+    });
+  });
+});
+
+describe('APQ in Redis beside the rate limit', () => {
+  describe.skipIf(!hasRedis)('with a real redis-server that evicts any key when full', () => {
+    const h = useHarness();
+    let redisProcess: ChildProcess | undefined;
+    let redis: Redis;
+    // APQ's bound far under Redis's maxmemory, as docs/operations.md asks.
+    const maxBytes = 256 * 1024;
+
+    beforeAll(async () => {
+      // The policy that let a flood of APQ documents evict the rate limit's counters.
+      const started = await startRedis([
+        '--maxmemory',
+        '48mb',
+        '--maxmemory-policy',
+        'allkeys-lru',
+      ]);
+      redisProcess = started.process;
+      redis = await connected(started.url);
+    }, 30_000);
+
+    afterAll(async () => {
+      redis?.disconnect();
+      await stopRedis(redisProcess);
+    });
+
+    /** A caller's budget, in Redis on the same connection as APQ, five points of it spent. */
+    async function spentBudget() {
+      const limiter = await createRateLimiter(
+        { points: 100, windowS: 600, redisUrl: 'redis://unused' },
+        undefined,
+        false,
+        redis,
+      );
+      const caller = `caller-${Math.random()}`;
+      expect(await limiter?.consume(caller, 5)).toBeUndefined();
+      return { key: `graphql-facade:rl:${caller}`, points: '5' };
+    }
+
+    it('stores nothing of a flood of text that is not GraphQL sent with its hashes', async () => {
+      const budget = await spentBudget();
+      const app = h.createApp({
+        apqStore: createRedisApqStore(redis, { ttlS: 86_400, maxBytes, memoryBytes: 0 }),
+      });
+      const before = await usedMemory(redis);
+      // Just under MAX_BODY_BYTES each, more than maxmemory in all.
+      for (let i = 0; i < 60; i++) {
+        const junk = `not GraphQL ${i} `.padEnd(1_040_000, 'x');
+        const { body } = await post(app, { query: junk, extensions: apq(sha256(junk)) });
+        expect(codeOf(body)).toBe('GRAPHQL_PARSE_FAILED');
+      }
+      expect(await redis.keys('graphql-facade:apq*')).toEqual([]);
+      expect((await usedMemory(redis)) - before).toBeLessThan(1024 * 1024);
+      expect(await redis.get(budget.key)).toBe(budget.points);
+    }, 60_000);
+
+    it('evicts its own least recently used documents past its bound, never the counters', async () => {
+      const budget = await spentBudget();
+      // Two replicas with no memory in front: every read reaches Redis.
+      const options = { ttlS: 86_400, maxBytes, memoryBytes: 0 };
+      const a = h.createApp({ apqStore: createRedisApqStore(redis, options) });
+      const b = h.createApp({ apqStore: createRedisApqStore(redis, options) });
+      const document = (i: number) =>
+        `query Padded${i} { repositories(limit: 1) { total } }`.padEnd(16 * 1024, ' ');
+      const register = async (app: App, i: number) => {
+        const text = document(i);
+        const { body } = await post(app, { query: text, extensions: apq(sha256(text)) });
+        expect(body.errors).toBeUndefined();
+      };
+      const stored = async (i: number) =>
+        (await redis.hexists(DOCUMENTS, sha256(document(i)))) === 1;
+
+      // Fifteen fit in the bound; the sixteenth evicts the least recently used.
+      for (let i = 0; i < 15; i++) await register(a, i);
+      await expect.poll(() => stored(14)).toBe(true);
+      // A read through Redis refreshes the first, so the second is now the oldest.
+      expect((await getByHash(b, sha256(document(0)))).body.errors).toBeUndefined();
+      await register(b, 15);
+      await expect.poll(() => stored(15)).toBe(true);
+      expect(await stored(0)).toBe(true);
+      expect(await stored(1)).toBe(false);
+      expect(codeOf((await getByHash(a, sha256(document(1)))).body)).toBe(
+        'PERSISTED_QUERY_NOT_FOUND',
+      );
+
+      for (let i = 16; i < 60; i++) await register(i % 2 ? a : b, i);
+      await expect.poll(() => stored(59)).toBe(true);
+      // The total counts what is stored (texts, hashes and an allowance for each), within the bound.
+      const total = Number(await redis.get(BYTES));
+      expect(total).toBeLessThanOrEqual(maxBytes);
+      expect(total).toBeGreaterThan(maxBytes - 2 * 16 * 1024);
+      const hashes = await redis.hkeys(DOCUMENTS);
+      expect(await redis.zcard(USED)).toBe(hashes.length);
+      let texts = 0;
+      for (const hash of hashes) texts += (await redis.hstrlen(DOCUMENTS, hash)) + hash.length;
+      expect(total).toBeGreaterThan(texts);
+      expect(await redis.get(budget.key)).toBe(budget.points);
+    });
+
+    it('stops counting a document once it has expired, and no longer answers with it', async () => {
+      const store = createRedisApqStore(redis, { ttlS: 1, maxBytes, memoryBytes: 0 });
+      await redis.del(DOCUMENTS, USED, BYTES);
+      const documents = ['{ a }', '{ bb }', '{ ccc }'];
+      const [first, second, third] = documents.map((text) => sha256(text)) as [
+        string,
+        string,
+        string,
+      ];
+      await store.set(first, '{ a }');
+      const cost = Number(await redis.get(BYTES));
+      await sleep(600);
+      // Keeps APQ's keys alive past the first document's expiry.
+      await store.set(second, '{ bb }');
+      await sleep(600);
+      expect(await store.get(first)).toBeNull();
+      expect(await store.get(second)).toBe('{ bb }');
+      await store.set(third, '{ ccc }');
+      expect(Number(await redis.get(BYTES))).toBe(cost + 1 + cost + 2);
+      expect((await redis.hkeys(DOCUMENTS)).sort()).toEqual([second, third].sort());
     });
   });
 });

@@ -1,13 +1,22 @@
-import { type APQStore, useAPQ } from '@graphql-yoga/plugin-apq';
-import type { Plugin } from 'graphql-yoga';
+import { createHash } from 'node:crypto';
+import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
 import { FacadeError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 
-const KEY_PREFIX = 'graphql-facade:apq:';
+/**
+ * The longest document APQ keeps, in UTF-8 bytes. A longer one still runs when it is valid, but
+ * is not stored: its hash alone keeps answering PERSISTED_QUERY_NOT_FOUND, and the client keeps
+ * sending the text, which the protocol allows. Comments and whitespace are not tokens, so
+ * MAX_TOKENS alone would let a valid document of any length be stored.
+ */
+export const APQ_MAX_DOCUMENT_BYTES = 64 * 1024;
 
-export interface ApqStore extends APQStore {
+export interface ApqStore {
   readonly kind: 'memory' | 'redis';
+  get(hash: string): string | null | Promise<string | null>;
+  /** Only ever given a document that parsed and validated; never rejects. */
+  set(hash: string, document: string): void | Promise<void>;
 }
 
 /**
@@ -43,17 +52,102 @@ export function createMemoryApqStore(maxBytes: number): ApqStore {
   };
 }
 
+// APQ's key space in Redis: the documents (hash -> text), their last use (a sorted set, in ms)
+// and the bytes they count. The three keys change together, in one script, so that the total
+// always matches the documents it counts, whichever replica writes.
+const KEYS = [
+  'graphql-facade:apq:documents',
+  'graphql-facade:apq:used',
+  'graphql-facade:apq:bytes',
+];
+
+// What Redis spends on an entry beyond its text (the hash kept twice, as field and as sorted-set
+// member, their score and allocations), as measured with INFO memory: counted too, so that the
+// bound holds for Redis's memory and small documents cannot fill several times it.
+const ENTRY_OVERHEAD_BYTES = 256;
+
+// Expired entries removed per write: enough to keep up with any rate of writes, few enough that
+// one call never holds Redis (which runs a script alone) for long.
+const PURGE_PER_WRITE = 100;
+
+// KEYS: documents, used, bytes. ARGV: hash, now (ms), expired-at-or-before (ms), ttl (ms).
+const GET_SCRIPT = `
+local used = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not used or tonumber(used) <= tonumber(ARGV[3]) then return false end
+local document = redis.call('HGET', KEYS[1], ARGV[1])
+if not document then return false end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ARGV[4]) end
+return document
+`;
+
+// KEYS: documents, used, bytes. ARGV: hash, now (ms), expired-at-or-before (ms), ttl (ms),
+// document, bound (bytes), entry overhead (bytes), expired entries to remove at most.
+const SET_SCRIPT = `
+local documents, used, bytes = KEYS[1], KEYS[2], KEYS[3]
+local hash, document = ARGV[1], ARGV[5]
+local bound, overhead = tonumber(ARGV[6]), tonumber(ARGV[7])
+local total = tonumber(redis.call('GET', bytes) or '0')
+local function drop(name)
+  total = total - redis.call('HSTRLEN', documents, name) - #name - overhead
+  redis.call('HDEL', documents, name)
+  redis.call('ZREM', used, name)
+end
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', used, '-inf', ARGV[3], 'LIMIT', 0, ARGV[8])) do
+  drop(name)
+end
+if redis.call('ZSCORE', used, hash) then
+  redis.call('ZADD', used, ARGV[2], hash)
+elseif #hash + #document + overhead <= bound then
+  redis.call('HSET', documents, hash, document)
+  redis.call('ZADD', used, ARGV[2], hash)
+  total = total + #hash + #document + overhead
+  while total > bound do
+    local oldest = redis.call('ZRANGE', used, 0, 0)[1]
+    if not oldest then
+      -- Nothing indexed is left to count (a key lost outside this script): start again empty.
+      redis.call('DEL', documents)
+      total = 0
+      break
+    end
+    drop(oldest)
+  end
+end
+if total < 0 then total = 0 end
+redis.call('SET', bytes, total)
+for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ARGV[4]) end
+return total
+`;
+
+interface ApqCommands {
+  facadeApqGet(...keysAndArgs: Array<string | number>): Promise<string | null>;
+  facadeApqSet(...keysAndArgs: Array<string | number>): Promise<number>;
+}
+
 /**
- * Documents in Redis, shared by every replica, each kept `ttlS` seconds from its last upload, with
- * the memory store in front. Redis failing is never the request's failure: a read that fails
- * answers from memory (or not found, which makes the client send the document again), a write
- * that fails is kept in memory only.
+ * Documents in Redis, shared by every replica, with the memory store in front. APQ's own key
+ * space, bounded by `maxBytes` (its documents, hashes and an allowance per entry), least recently
+ * used out first, so that a flood of registrations can only ever evict APQ's own documents and
+ * never crowd out the rate limit's counters on the same Redis. A document is kept `ttlS` seconds
+ * from its last use through Redis (a write, or a read that missed memory); an expired one no
+ * longer answers, and the next write removes it from the count.
+ *
+ * Redis failing is never the request's failure: a read that fails answers from memory (or not
+ * found, which makes the client send the document again), a write that fails is kept in memory.
  */
 export function createRedisApqStore(
   redis: Redis,
-  options: { ttlS: number; memoryBytes: number; logger?: Logger | undefined },
+  options: { ttlS: number; maxBytes: number; memoryBytes: number; logger?: Logger | undefined },
 ): ApqStore {
+  redis.defineCommand('facadeApqGet', { numberOfKeys: KEYS.length, lua: GET_SCRIPT });
+  redis.defineCommand('facadeApqSet', { numberOfKeys: KEYS.length, lua: SET_SCRIPT });
+  const commands = redis as unknown as ApqCommands;
   const memory = createMemoryApqStore(options.memoryBytes);
+  const ttlMs = options.ttlS * 1000;
+  const common = (hash: string) => {
+    const now = Date.now();
+    return [...KEYS, hash, now, now - ttlMs, ttlMs];
+  };
   // One line when Redis starts failing, not one per request while it is away.
   let failing = false;
   const warn = (error: unknown) => {
@@ -67,12 +161,12 @@ export function createRedisApqStore(
   return {
     kind: 'redis',
     async get(hash) {
-      const local = await memory.get(hash);
+      const local = memory.get(hash);
       if (local) return local;
       try {
-        const stored = await redis.get(KEY_PREFIX + hash);
+        const stored = await commands.facadeApqGet(...common(hash));
         recovered();
-        if (stored !== null) await memory.set(hash, stored);
+        if (stored !== null) memory.set(hash, stored);
         return stored;
       } catch (error) {
         warn(error);
@@ -80,9 +174,15 @@ export function createRedisApqStore(
       }
     },
     async set(hash, document) {
-      await memory.set(hash, document);
+      memory.set(hash, document);
       try {
-        await redis.set(KEY_PREFIX + hash, document, 'EX', options.ttlS);
+        await commands.facadeApqSet(
+          ...common(hash),
+          document,
+          options.maxBytes,
+          ENTRY_OVERHEAD_BYTES,
+          PURGE_PER_WRITE,
+        );
         recovered();
       } catch (error) {
         warn(error);
@@ -91,41 +191,71 @@ export function createRedisApqStore(
   };
 }
 
-/** Apollo's code for a mismatch is not in the contract: it is the caller's input, wrongly hashed. */
-function contractError(error: unknown): unknown {
-  const code = (error as { extensions?: { code?: unknown } } | undefined)?.extensions?.code;
-  if (code === 'PERSISTED_QUERY_NOT_FOUND') {
-    // 200, as Apollo's protocol has it: clients read the code from the body and resend the document.
-    return new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
-      http: { status: 200 },
-    });
-  }
-  if (code === 'PERSISTED_QUERY_MISMATCH') {
-    return new FacadeError(
-      'BAD_USER_INPUT',
-      'extensions.persistedQuery.sha256Hash is not the SHA-256 of the query sent with it',
-      { http: { status: 400 } },
-    );
-  }
-  return error;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+function apqHashOf(params: GraphQLParams): string | undefined {
+  const persisted = (params.extensions as { persistedQuery?: unknown } | undefined)
+    ?.persistedQuery as { version?: unknown; sha256Hash?: unknown } | undefined;
+  return persisted?.version === 1 && typeof persisted.sha256Hash === 'string'
+    ? persisted.sha256Hash
+    : undefined;
 }
+
+// 200, as Apollo's protocol has it: clients read the code from the body and resend the document.
+const notFound = () =>
+  new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
+    http: { status: 200 },
+  });
+
+// Apollo's code for a mismatch is not in the contract: it is the caller's input, wrongly hashed.
+const mismatch = () =>
+  new FacadeError(
+    'BAD_USER_INPUT',
+    'extensions.persistedQuery.sha256Hash is not the SHA-256 of the query sent with it',
+    { http: { status: 400 } },
+  );
 
 /**
  * Automatic persisted queries (Apollo's protocol): a hash alone runs the document stored under it,
- * or answers PERSISTED_QUERY_NOT_FOUND; a hash with its document is checked against it (SHA-256)
- * and stores it. Runs before parsing, so a refused request costs no upstream call.
+ * or answers PERSISTED_QUERY_NOT_FOUND before parsing, so an unknown hash costs no upstream call;
+ * a hash with its document is checked against it (SHA-256), and the document is stored only once
+ * it has parsed and validated with every limit, so that what the store holds could have run.
+ *
+ * The protocol is written here rather than taken from @graphql-yoga/plugin-apq: that plugin stores
+ * in `onParams`, before parsing, and its store sees neither the request nor whether the document
+ * validated, so storing after validation would mean a plugin instance per request.
  */
 export function useApq(store: ApqStore): Plugin {
-  const inner = useAPQ({ store }) as Plugin;
-  const onParams = inner.onParams;
-  if (!onParams) throw new Error('useAPQ has no onParams hook');
+  // Per request, since a batch carries several operations: hash -> the document sent with it.
+  const checked = new WeakMap<Request, Map<string, string>>();
   return {
-    async onParams(payload) {
-      try {
-        await onParams(payload);
-      } catch (error) {
-        throw contractError(error);
+    async onParams({ params, request, setParams }) {
+      const hash = apqHashOf(params);
+      if (hash === undefined) return;
+      const { query } = params;
+      if (query == null) {
+        const document = SHA256_HEX.test(hash) ? await store.get(hash) : null;
+        if (document == null) throw notFound();
+        setParams({ ...params, query: document });
+        return;
       }
+      // Yoga's own parameter check answers a query that is not a string.
+      if (typeof query !== 'string') return;
+      if (createHash('sha256').update(query).digest('hex') !== hash) throw mismatch();
+      if (Buffer.byteLength(query) > APQ_MAX_DOCUMENT_BYTES) return;
+      const documents = checked.get(request) ?? new Map<string, string>();
+      checked.set(request, documents.set(hash, query));
+    },
+    onValidate({ context }) {
+      const { request, params } = context as { request?: Request; params?: GraphQLParams };
+      const hash = params && apqHashOf(params);
+      const documents = request && checked.get(request);
+      const document = hash && documents?.get(hash);
+      if (!hash || !document || document !== params?.query) return;
+      documents?.delete(hash);
+      return ({ valid }) => {
+        if (valid) void store.set(hash, document);
+      };
     },
   };
 }
