@@ -276,6 +276,10 @@ const SAMPLERS = [
 const schema = z.object({
   PORT: int(0, 65535).default(4000),
   HOST: host.optional(),
+  // Time to receive one whole request, headers and body; the headers alone get at most 10 s.
+  REQUEST_TIMEOUT_MS: int(1_000, 600_000).default(30_000),
+  // Per process (each worker its own): past it a new connection is closed at once.
+  MAX_CONNECTIONS: int(1, 1_000_000).default(1_000),
   UPSTREAM_URL: upstreamUrl.optional(),
   UPSTREAM_API_KEY: z.string().trim().min(1).optional(),
   UPSTREAM_TIMEOUT_MS: int(1, 600_000).default(10_000),
@@ -429,6 +433,8 @@ const SECRETS = new Set([
 export interface Config {
   port: number;
   host: string | undefined;
+  /** What one client may take of the HTTP server, in each process. */
+  server: { requestTimeoutMs: number; maxConnections: number };
   /** Unset: the embedded sandbox is started and used. */
   upstreamUrl: string | undefined;
   upstream: {
@@ -532,6 +538,7 @@ function toConfig(env: Env): Config {
   return {
     port: env.PORT,
     host: env.HOST,
+    server: { requestTimeoutMs: env.REQUEST_TIMEOUT_MS, maxConnections: env.MAX_CONNECTIONS },
     upstreamUrl: env.UPSTREAM_URL,
     upstream: {
       apiKey: env.UPSTREAM_API_KEY,

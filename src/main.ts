@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
-import { createServer, type Server } from 'node:http';
-import { Server as NetServer } from 'node:net';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { Server as NetServer, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
@@ -134,6 +134,46 @@ function exitAfterFlush(logger: Logger, code: number): void {
   setTimeout(() => process.exit(code), 1_000).unref();
 }
 
+// Node reads a whole chunk at once however many pipelined requests it holds, and runs each, while
+// their answers wait in memory for the ones before them: a client that sends many and reads none
+// holds that memory for as long as it likes. More than this many in progress on one connection
+// cuts it; pipelining clients send far fewer.
+const MAX_REQUESTS_IN_PROGRESS = 16;
+const HEADERS_TIMEOUT_MS = 10_000;
+const IN_PROGRESS = Symbol('requests in progress');
+
+/**
+ * The HTTP server, and what one client may hold of it: a connection for as long as it takes to
+ * send a request, the process's connections (a slow sender holds one for nothing), and requests
+ * in progress on one connection.
+ */
+function createHttpServer(config: Config, handler: RequestListener): Server {
+  const { requestTimeoutMs, maxConnections } = config.server;
+  const server = createServer(
+    {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs),
+      // How often Node checks both timeouts; its default lets a request overrun them by 30 s.
+      connectionsCheckingInterval: 1_000,
+    },
+    (request, response) => {
+      const socket: Socket & { [IN_PROGRESS]?: number } = request.socket;
+      const inProgress = (socket[IN_PROGRESS] ?? 0) + 1;
+      if (inProgress > MAX_REQUESTS_IN_PROGRESS || socket.destroyed) {
+        socket.destroy();
+        return;
+      }
+      socket[IN_PROGRESS] = inProgress;
+      response.once('close', () => {
+        socket[IN_PROGRESS] = (socket[IN_PROGRESS] ?? 1) - 1;
+      });
+      handler(request, response);
+    },
+  );
+  server.maxConnections = maxConnections;
+  return server;
+}
+
 /** What main() has started: the process must close these again on the way out. */
 interface Started {
   server: Server;
@@ -264,7 +304,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.
-  const server = createServer(yoga);
+  const server = createHttpServer(config, yoga);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type AddressInfo, createServer, type Server } from 'node:net';
+import { type AddressInfo, connect, createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,6 +183,8 @@ describe('configuration errors', () => {
       [{ CORS_ORIGINS: 'https://ok.example,https://bad.example/path' }, 'CORS_ORIGINS'],
       [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
       [{ SHUTDOWN_GRACE_MS: 'soon' }, 'SHUTDOWN_GRACE_MS'],
+      [{ REQUEST_TIMEOUT_MS: '10' }, 'REQUEST_TIMEOUT_MS'],
+      [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS'],
     ];
     for (const [env, name] of cases) {
       expect(() => loadConfig(env)).toThrow(new RegExp(`^${name}: `));
@@ -313,6 +315,117 @@ describe('shutdown on SIGTERM', () => {
       expect(await inFlight).toBe('cut');
     } finally {
       await facade.stop(5_000);
+    }
+  }, 40_000);
+});
+
+describe('what one client may hold of the server', () => {
+  const HEALTH = 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n';
+  // It waits for the upstream, so a connection's requests cannot finish while Node parses them.
+  const repos = (() => {
+    const body = JSON.stringify({ query: REPOS });
+    return `POST /graphql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  })();
+
+  /** A raw connection: what it has received, and when it was closed. */
+  const connection = (port: number) => {
+    const socket = connect(port, '127.0.0.1');
+    const seen = { received: '', closedAt: 0 };
+    socket.setEncoding('utf8').on('data', (chunk: string) => {
+      seen.received += chunk;
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      seen.closedAt = Date.now();
+    });
+    return { socket, seen };
+  };
+  const poll = async (done: () => boolean, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!done() && Date.now() < deadline) await sleep(20);
+    return done();
+  };
+
+  let facade: FacadeProcess;
+  beforeAll(async () => {
+    facade = await startFacade({ REQUEST_TIMEOUT_MS: '1000' });
+  }, 40_000);
+  afterAll(() => facade?.stop(5_000));
+
+  it('answers 408 and closes a request still arriving after REQUEST_TIMEOUT_MS', async () => {
+    const head = `POST /graphql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
+    // A body that trickles in after whole headers, and headers that trickle in themselves.
+    for (const [sent, trickled] of [
+      [head, ' '],
+      ['GET /health HTTP/1.1\r\nX-Slow: ', 'x'],
+    ] as const) {
+      const { socket, seen } = connection(facade.port);
+      socket.write(sent);
+      const began = Date.now();
+      const trickle = setInterval(() => socket.write(trickled), 200);
+      try {
+        expect(await poll(() => seen.closedAt > 0, 8_000), JSON.stringify(sent)).toBe(true);
+      } finally {
+        clearInterval(trickle);
+        socket.destroy();
+      }
+      // Node checks its timeouts every second: cut between one and about two seconds in.
+      expect(seen.closedAt - began).toBeGreaterThanOrEqual(900);
+      expect(seen.closedAt - began).toBeLessThan(4_000);
+      expect(seen.received).toMatch(/^HTTP\/1\.1 408 /);
+    }
+  }, 30_000);
+
+  it('destroys a connection that pipelines many requests and never reads, and serves on', async () => {
+    const socket = connect(facade.port, '127.0.0.1');
+    let closed = false;
+    socket.pause();
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      closed = true;
+    });
+    socket.write(repos.repeat(200));
+    // A client that reads nothing sees the end only when its next write fails.
+    const more = setInterval(() => socket.write(repos), 100);
+    try {
+      expect(await poll(() => closed, 5_000)).toBe(true);
+    } finally {
+      clearInterval(more);
+      socket.destroy();
+    }
+
+    // A client that pipelines a few and reads the answers gets every one.
+    const { socket: few, seen } = connection(facade.port);
+    few.write(repos.repeat(8));
+    const answers = () => seen.received.match(/HTTP\/1\.1 200 /g)?.length ?? 0;
+    expect(await poll(() => answers() === 8, 5_000)).toBe(true);
+    few.destroy();
+    expect((await post(facade.url, REPOS)).status).toBe(200);
+  }, 30_000);
+
+  it('closes a connection beyond MAX_CONNECTIONS at once, and takes one again when another ends', async () => {
+    const bounded = await startFacade({ MAX_CONNECTIONS: '2' });
+    try {
+      // Each has been answered, so each is the server's, kept alive.
+      const held = [connection(bounded.port), connection(bounded.port)];
+      for (const { socket, seen } of held) {
+        socket.write(HEALTH);
+        expect(await poll(() => seen.received.startsWith('HTTP/1.1 200 '), 5_000)).toBe(true);
+      }
+      const extra = connection(bounded.port);
+      extra.socket.write(HEALTH);
+      expect(await poll(() => extra.seen.closedAt > 0, 5_000)).toBe(true);
+      expect(extra.seen.received).toBe('');
+
+      held[0]?.socket.destroy();
+      await poll(() => (held[0]?.seen.closedAt ?? 0) > 0, 1_000);
+      await sleep(100);
+      const next = connection(bounded.port);
+      next.socket.write(HEALTH);
+      expect(await poll(() => next.seen.received.startsWith('HTTP/1.1 200 '), 5_000)).toBe(true);
+      for (const { socket } of [...held, next]) socket.destroy();
+    } finally {
+      await bounded.stop(5_000);
     }
   }, 40_000);
 });
