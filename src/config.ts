@@ -298,6 +298,8 @@ const schema = z.object({
     .optional(),
   DNS_TIMEOUT_MS: int(1, 60_000).default(3_000),
   DNS_TRIES: int(1, 10).default(2),
+  // Each look-up in flight holds a resolver channel and a socket; past it a look-up is refused.
+  DNS_MAX_CONCURRENT: int(1, 10_000).default(64),
   MAX_PAGE_SIZE: int(1, 10_000).default(100),
   MAX_COALESCED_RANGE: int(0, 100_000).default(200),
   CLIENT_TOKENS: list
@@ -447,7 +449,13 @@ export interface Config {
     breakerThreshold: number;
     breakerCooldownMs: number;
   };
-  dns: { servers: string[] | undefined; timeoutMs: number; tries: number };
+  dns: {
+    servers: string[] | undefined;
+    timeoutMs: number;
+    tries: number;
+    /** TXT look-ups in flight in the process; one more is refused with RATE_LIMITED. */
+    maxConcurrent: number;
+  };
   maxPageSize: number;
   /** Pages of one request are merged into one upstream call when the covering range is this small. */
   maxCoalescedRange: number;
@@ -550,7 +558,12 @@ function toConfig(env: Env): Config {
       breakerThreshold: env.BREAKER_THRESHOLD,
       breakerCooldownMs: env.BREAKER_COOLDOWN_MS,
     },
-    dns: { servers: env.DNS_SERVERS, timeoutMs: env.DNS_TIMEOUT_MS, tries: env.DNS_TRIES },
+    dns: {
+      servers: env.DNS_SERVERS,
+      timeoutMs: env.DNS_TIMEOUT_MS,
+      tries: env.DNS_TRIES,
+      maxConcurrent: env.DNS_MAX_CONCURRENT,
+    },
     maxPageSize: env.MAX_PAGE_SIZE,
     maxCoalescedRange: env.MAX_COALESCED_RANGE,
     clientTokens: env.CLIENT_TOKENS,

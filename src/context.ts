@@ -20,7 +20,7 @@ export interface RequestContext {
   /** This request's credentials, id and abort signal, passed to every upstream call it makes. */
   call: CallContext;
   loaders: Loaders;
-  /** This request's TXT look-ups, one DNS query per host. */
+  /** This request's TXT look-ups, one DNS query per host, each a unit of `call.budget`. */
   txtLookups: TxtLoader;
   requestId: string;
   /** The upstream calls this request made, for its log line and tests. */
@@ -103,7 +103,7 @@ export function createContextFactory({
         maxCoalescedRange: config.maxCoalescedRange,
         pageCap,
       }),
-      txtLookups: createTxtLoader(txtResolver, signal),
+      txtLookups: createTxtLoader(txtResolver, call),
       requestId,
       upstreamCalls,
     };

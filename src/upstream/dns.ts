@@ -2,6 +2,8 @@ import { promises as dnsPromises } from 'node:dns';
 import { context, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import DataLoader from 'dataloader';
 import { ConfigError } from '../config.js';
+import { FacadeError, UpstreamBudgetError } from '../errors.js';
+import type { CallContext } from './client.js';
 
 // c-ares's Resolver: queries go out on its own sockets and answer through the event loop, unlike
 // dns.lookup(), which occupies a libuv thread-pool slot (shared with fs and crypto) per call.
@@ -20,7 +22,11 @@ export type TxtLookupResult =
   | { outcome: 'failed'; code: string };
 
 export interface TxtResolver {
-  /** Never rejects. The signal abandons the look-up (the request went away). */
+  /**
+   * Every DNS outcome is a result; it rejects only with RATE_LIMITED, when DNS_MAX_CONCURRENT
+   * look-ups are in flight and this one was not started. The signal abandons the look-up (the
+   * request went away).
+   */
   resolveTxt(host: string, signal?: AbortSignal): Promise<TxtLookupResult>;
   /** The budget of one look-up, all tries together. */
   readonly timeoutMs: number;
@@ -32,6 +38,8 @@ export interface TxtResolverOptions {
   /** Total for all tries. */
   timeoutMs: number;
   tries: number;
+  /** Look-ups in flight in the process (DNS_MAX_CONCURRENT). */
+  maxConcurrent: number;
 }
 
 const BY_CODE: Record<string, TxtLookupResult> = {
@@ -42,11 +50,12 @@ const BY_CODE: Record<string, TxtLookupResult> = {
 };
 
 /**
- * Created once per app. A bad server list throws a ConfigError naming DNS_SERVERS here, at start,
- * rather than at the first look-up: the config's pattern admits host names, which c-ares refuses.
+ * Created once per app, so its bound on look-ups in flight holds for the process. A bad server
+ * list throws a ConfigError naming DNS_SERVERS here, at start, rather than at the first look-up:
+ * the config's pattern admits host names, which c-ares refuses.
  */
 export function createTxtResolver(
-  { servers, timeoutMs, tries }: TxtResolverOptions,
+  { servers, timeoutMs, tries, maxConcurrent }: TxtResolverOptions,
   tracer?: Tracer,
 ): TxtResolver {
   // The contract splits the budget evenly over the tries. c-ares stretches later tries (and, in
@@ -95,7 +104,35 @@ export function createTxtResolver(
       }
     },
   };
-  return tracer ? traced(resolver, tracer) : resolver;
+  return bounded(tracer ? traced(resolver, tracer) : resolver, maxConcurrent);
+}
+
+/**
+ * At most `max` look-ups in flight; one more is refused at once, not queued. Against a resolver
+ * that never answers, every look-up holds a channel and a socket for DNS_TIMEOUT_MS: a queue
+ * would hold the requests (and their connections) instead, and the caller could not tell.
+ */
+function bounded(resolver: TxtResolver, max: number): TxtResolver {
+  let inFlight = 0;
+  return {
+    timeoutMs: resolver.timeoutMs,
+    async resolveTxt(host, signal) {
+      if (inFlight >= max) {
+        throw new FacadeError(
+          'RATE_LIMITED',
+          'Too many DNS look-ups in progress (DNS_MAX_CONCURRENT); try again in a moment',
+          { retryAfter: 1 },
+        );
+      }
+      inFlight += 1;
+      // The inner resolver settles once, on an answer, at its deadline or when cancelled.
+      try {
+        return await resolver.resolveTxt(host, signal);
+      } finally {
+        inFlight -= 1;
+      }
+    },
+  };
 }
 
 /** One client span per look-up: the name asked and how it ended (a DNS outcome is no error). */
@@ -130,10 +167,22 @@ export type TxtLoader = DataLoader<string, TxtLookupResult>;
 
 /**
  * Per request: the same host asked twice (two aliases, two codes for one domain) is one DNS
- * query. Hosts are already normalised (lower case, punycode), so the host is the key.
+ * query. Hosts are already normalised (lower case, punycode), so the host is the key. Each
+ * distinct host takes one unit of the request's MAX_UPSTREAM_CALLS, as a REST call does, so one
+ * request cannot open more look-ups than that; past it the field fails and nothing is looked up.
  */
-export function createTxtLoader(resolver: TxtResolver, signal?: AbortSignal): TxtLoader {
+export function createTxtLoader(
+  resolver: TxtResolver,
+  { signal, budget }: Pick<CallContext, 'signal' | 'budget'>,
+): TxtLoader {
   return new DataLoader<string, TxtLookupResult>((hosts) =>
-    Promise.all(hosts.map((host) => resolver.resolveTxt(host, signal))),
+    Promise.all(
+      hosts.map((host) => {
+        if (budget && budget.left < 1) return new UpstreamBudgetError(budget.limit);
+        budget?.take();
+        // One host's refusal fails its own field, not the others of the batch.
+        return resolver.resolveTxt(host, signal).catch((error: Error) => error);
+      }),
+    ),
   );
 }

@@ -8,13 +8,20 @@ describe('DNS configuration', () => {
         DNS_SERVERS: '127.0.0.1:5353, ::1,[::1]:53',
         DNS_TIMEOUT_MS: '500',
         DNS_TRIES: '3',
+        DNS_MAX_CONCURRENT: '8',
       }).dns,
     ).toEqual({
       servers: ['127.0.0.1:5353', '::1', '[::1]:53'],
       timeoutMs: 500,
       tries: 3,
+      maxConcurrent: 8,
     });
     expect(loadConfig({}).dns.servers).toBeUndefined();
+    expect(loadConfig({}).dns.maxConcurrent).toBe(64);
+  });
+
+  it.each(['0', '10001', 'many'])('refuses DNS_MAX_CONCURRENT=%j naming the variable', (value) => {
+    expect(() => loadConfig({ DNS_MAX_CONCURRENT: value })).toThrow(/^DNS_MAX_CONCURRENT: /);
   });
 
   it.each(['live.dns.google', '1.2.3.4:99999', '1.2.3:53'])(

@@ -3,7 +3,7 @@ import type * as Tr46 from 'tr46';
 import { describe, expect, it, vi } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { startSilentDnsServer } from '../helpers/dns-server.js';
-import { postGraphQL, useDnsHarness } from '../helpers/harness.js';
+import { type GraphQLResponse, postGraphQL, useDnsHarness } from '../helpers/harness.js';
 
 const CHECK = `query($domain: String!, $code: String) {
   domainDnsCheck(domain: $domain, verificationCode: $code) { host values matches error }
@@ -37,7 +37,7 @@ const BOLD_A = String.fromCodePoint(0x1d41a);
 const HANGUL_DECOMPOSED = '\u1100\u1161\u11a8';
 
 /** An app over the same upstream client with other DNS settings. */
-function appWith(dnsConfig: Config['dns']) {
+function appWith(dnsConfig: Partial<Config['dns']>) {
   const app = live.h.createApp({ config: { dns: dnsConfig } });
   return (variables: Record<string, unknown>) =>
     postGraphQL<{ domainDnsCheck: Check }>(app, CHECK, variables);
@@ -290,5 +290,128 @@ describe('domainDnsCheck', () => {
     expect(response.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
     expect(response.errors?.[0]?.message).toMatch(/verificationCode: must not be empty/);
     expect(live.dns.queries()).toEqual([]);
+  });
+});
+
+describe('DNS look-up bounds', () => {
+  const host = (name: string) => `_service_custom_hostname.${name}.example`;
+
+  it('refuses a look-up past DNS_MAX_CONCURRENT at once, and frees each slot when its look-up ends', async () => {
+    for (const name of ['one', 'two', 'three']) live.dns.set(host(name), { silent: true });
+    const app = live.h.createApp({
+      config: { dns: { timeoutMs: 1000, tries: 1, maxConcurrent: 2 } },
+    });
+    const ask = (name: string) =>
+      postGraphQL<{ domainDnsCheck: Check }>(app, CHECK, { domain: `${name}.example` });
+    // The second round proves the slots came back after the timeouts, and no more than two.
+    for (const round of [1, 2]) {
+      let settled = 0;
+      const waiting = [ask('one'), ask('two')].map((answer) => answer.finally(() => settled++));
+      await vi.waitFor(() => expect(live.dns.queries()).toHaveLength(2 * round));
+      const refused = await ask('three');
+      expect(settled).toBe(0);
+      expect(refused.data).toBeNull();
+      expect(refused.errors).toEqual([
+        expect.objectContaining({
+          message: 'Too many DNS look-ups in progress (DNS_MAX_CONCURRENT); try again in a moment',
+          path: ['domainDnsCheck'],
+          extensions: { code: 'RATE_LIMITED', retryAfter: 1 },
+        }),
+      ]);
+      expect(live.dns.queriesFor(host('three'))).toEqual([]);
+      for (const answer of await Promise.all(waiting)) {
+        expect(answer.data?.domainDnsCheck.error).toMatch(/^The resolver timed out/);
+      }
+    }
+    live.dns.setTxt(host('three'), ['svc-verify-3']);
+    expect((await ask('three')).data?.domainDnsCheck.values).toEqual(['svc-verify-3']);
+  });
+
+  it('frees the slot of a look-up whose request went away', async () => {
+    live.dns.set(host('slow'), { silent: true });
+    live.dns.setTxt(host('fast'), ['svc-verify-fast']);
+    const app = live.h.createApp({ config: { dns: { timeoutMs: 10_000, maxConcurrent: 1 } } });
+    const gone = new AbortController();
+    const abandoned = Promise.resolve(
+      app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: CHECK, variables: { domain: 'slow.example' } }),
+        signal: gone.signal,
+      }),
+    ).catch(() => undefined);
+    await vi.waitFor(() => expect(live.dns.queriesFor(host('slow'))).toHaveLength(1));
+    const busy = await postGraphQL(app, CHECK, { domain: 'fast.example' });
+    expect(busy.errors?.[0]?.extensions.code).toBe('RATE_LIMITED');
+    gone.abort();
+    await abandoned;
+    await vi.waitFor(async () => {
+      const after = await postGraphQL<{ domainDnsCheck: Check }>(app, CHECK, {
+        domain: 'fast.example',
+      });
+      expect(after.data?.domainDnsCheck.values).toEqual(['svc-verify-fast']);
+    });
+  });
+
+  describe('MAX_UPSTREAM_CALLS', () => {
+    const names = ['a', 'b', 'c', 'd', 'e'];
+    // A host asked again is the same look-up and costs nothing more.
+    const fields = [
+      'a: domainDnsCheck(domain: "a.example") { values }',
+      'again: domainDnsCheck(domain: " A.example. ") { values }',
+      ...names.slice(1).map((n) => `${n}: domainDnsCheck(domain: "${n}.example") { values }`),
+    ];
+    const lookedUp = () =>
+      live.dns
+        .queries()
+        .map((query) => query.name)
+        .sort();
+    const overBudget = (error: { message: string; extensions: { code?: string } }) => {
+      expect(error.extensions.code).toBe('UPSTREAM_BUDGET_EXCEEDED');
+      expect(error.message).toMatch(/MAX_UPSTREAM_CALLS=3/);
+    };
+
+    it('looks up no more hosts than the budget in one request, failing the fields past it', async () => {
+      for (const name of names) live.dns.setTxt(host(name), [`svc-verify-${name}`]);
+      const app = live.h.createApp({ config: { maxUpstreamCalls: 3 } });
+      const response = await postGraphQL(app, `{ ${fields.join(' ')} }`);
+      expect(response.errors?.length).toBeGreaterThan(0);
+      for (const error of response.errors ?? []) {
+        overBudget(error);
+        expect([['d'], ['e']]).toContainEqual(error.path);
+      }
+      // The contract's domainDnsCheck is non-null, so a failed one nulls the answer's data.
+      expect(response.data).toBeNull();
+      expect(lookedUp()).toEqual([host('a'), host('b'), host('c')]);
+    });
+
+    it('answers the checks within the budget when each is deferred on its own', async () => {
+      for (const name of names) live.dns.setTxt(host(name), [`svc-verify-${name}`]);
+      const app = live.h.createApp({ config: { maxUpstreamCalls: 3 } });
+      const response = await app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'multipart/mixed' },
+        body: JSON.stringify({
+          query: `{ ${fields.map((f) => `... @defer { ${f} }`).join(' ')} }`,
+        }),
+      });
+      type Part = GraphQLResponse<Record<string, { values: string[] }>>;
+      const parts = (await response.text())
+        .split(/\r?\n---/)
+        .map((chunk) => chunk.slice(chunk.search(/\r?\n\r?\n/)).trim())
+        .filter((json) => json.startsWith('{'))
+        .flatMap((json) => (JSON.parse(json) as { incremental?: Part[] }).incremental ?? []);
+      const answered = Object.assign({}, ...parts.map((part) => part.data ?? {}));
+      expect(answered).toEqual({
+        a: { values: ['svc-verify-a'] },
+        again: { values: ['svc-verify-a'] },
+        b: { values: ['svc-verify-b'] },
+        c: { values: ['svc-verify-c'] },
+      });
+      const errors = parts.flatMap((part) => part.errors ?? []);
+      expect(errors.map((error) => error.path)).toEqual([['d'], ['e']]);
+      errors.forEach(overBudget);
+      expect(lookedUp()).toEqual([host('a'), host('b'), host('c')]);
+    });
   });
 });
