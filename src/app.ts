@@ -19,7 +19,7 @@ import {
 } from './plugins/request/use-csrf-cors.js';
 import { useGraphiQL } from './plugins/request/use-graphiql.js';
 import { useMediaType } from './plugins/request/use-media-type.js';
-import { type MetricsSource, useMetrics } from './plugins/request/use-metrics.js';
+import { type MetricsSource, registrySource, useMetrics } from './plugins/request/use-metrics.js';
 import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
 import { useReadiness } from './plugins/request/use-readiness.js';
 import { DOCUMENT_ID_PARAM, useTrustedDocuments } from './plugins/request/use-trusted-documents.js';
@@ -54,8 +54,11 @@ export interface AppDeps {
   rateLimiter?: RateLimiter | undefined;
   /** Where APQ keeps documents; default: memory, bounded by config.apq.cacheBytes. */
   apqStore?: ApqStore | undefined;
-  /** What /metrics answers; default: this app's registry. A cluster worker answers for all. */
-  metricsSource?: MetricsSource | undefined;
+  /**
+   * What /metrics answers; default: this app's registry. A cluster worker answers for all. Null:
+   * /metrics is served on a port of its own (METRICS_PORT), and this app has no such route.
+   */
+  metricsSource?: MetricsSource | null | undefined;
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
   tracing?: Tracing | undefined;
   /**
@@ -121,10 +124,7 @@ export function createApp({
   health = createHealth(),
   rateLimiter,
   apqStore,
-  metricsSource = async () => ({
-    text: await metrics.registry.metrics(),
-    contentType: metrics.registry.contentType,
-  }),
+  metricsSource = registrySource(metrics.registry),
   tracing,
   omit,
 }: AppDeps) {
@@ -154,7 +154,7 @@ export function createApp({
     ),
     ...layer('cacheControl', useCacheControl()),
     // At request parsing: routes that are not GraphQL, then refusals before the body is read.
-    ...layer('metrics', useMetrics(metricsSource, PATHS.metrics)),
+    ...(metricsSource ? layer('metrics', useMetrics(metricsSource, PATHS.metrics)) : []),
     ...layer('readiness', useReadiness(health, PATHS.readiness)),
     ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
     ...layer('csrf', useCsrfPrevention(createOriginMatcher(config.corsOrigins))),

@@ -280,6 +280,8 @@ const schema = z.object({
   REQUEST_TIMEOUT_MS: int(1_000, 600_000).default(30_000),
   // Per process (each worker its own): past it a new connection is closed at once.
   MAX_CONNECTIONS: int(1, 1_000_000).default(1_000),
+  // Unset: /metrics on the GraphQL port.
+  METRICS_PORT: int(0, 65535).optional(),
   UPSTREAM_URL: upstreamUrl.optional(),
   UPSTREAM_API_KEY: z.string().trim().min(1).optional(),
   UPSTREAM_TIMEOUT_MS: int(1, 600_000).default(10_000),
@@ -437,6 +439,8 @@ export interface Config {
   host: string | undefined;
   /** What one client may take of the HTTP server, in each process. */
   server: { requestTimeoutMs: number; maxConnections: number };
+  /** Serve /metrics on this port (same host) instead of the GraphQL port. */
+  metricsPort: number | undefined;
   /** Unset: the embedded sandbox is started and used. */
   upstreamUrl: string | undefined;
   upstream: {
@@ -547,6 +551,7 @@ function toConfig(env: Env): Config {
     port: env.PORT,
     host: env.HOST,
     server: { requestTimeoutMs: env.REQUEST_TIMEOUT_MS, maxConnections: env.MAX_CONNECTIONS },
+    metricsPort: env.METRICS_PORT,
     upstreamUrl: env.UPSTREAM_URL,
     upstream: {
       apiKey: env.UPSTREAM_API_KEY,
@@ -663,6 +668,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   }
   const config = toConfig(parsed.data);
   checkUpstreamChoice(parsed.data);
+  if (config.metricsPort && config.metricsPort === config.port) {
+    throw new ConfigError(`METRICS_PORT: must differ from PORT (both ${config.port})`);
+  }
   if (config.persistedDocuments.only && !config.persistedDocuments.documents) {
     throw new ConfigError(
       'PERSISTED_DOCUMENTS_ONLY: true needs a manifest of trusted documents; set PERSISTED_DOCUMENTS to its path',

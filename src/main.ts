@@ -17,6 +17,11 @@ import {
   createRedisApqStore,
 } from './plugins/request/use-apq.js';
 import {
+  type MetricsSource,
+  metricsListener,
+  registrySource,
+} from './plugins/request/use-metrics.js';
+import {
   createRateLimiter,
   divertible,
   type RateLimiter,
@@ -174,9 +179,37 @@ function createHttpServer(config: Config, handler: RequestListener): Server {
   return server;
 }
 
+/** /metrics on a port of its own (METRICS_PORT), on the same HOST. */
+async function serveMetrics(config: Config, port: number, source: MetricsSource): Promise<Server> {
+  const server = createHttpServer(config, metricsListener(source, PATHS.metrics));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch((error: unknown) => {
+    throw listenFailure(
+      error,
+      { port: 'METRICS_PORT', host: 'HOST' },
+      `${config.host ?? '*'}:${port}`,
+    );
+  });
+  return server;
+}
+
+function announceMetrics(config: Config, logger: Logger, server: Server): void {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.metricsPort;
+  const metricsUrl = `http://${config.host ?? 'localhost'}:${port}${PATHS.metrics}`;
+  logger.info({ metricsUrl }, `Metrics on ${metricsUrl} (METRICS_PORT)`);
+}
+
 /** What main() has started: the process must close these again on the way out. */
 interface Started {
   server: Server;
+  /** Set when METRICS_PORT is, except in a cluster worker: there the primary serves it. */
+  metricsServer: Server | undefined;
   /** Set in a cluster worker. */
   link: WorkerLink | undefined;
   client: UpstreamClient;
@@ -276,7 +309,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     health,
     rateLimiter,
     apqStore,
-    metricsSource: link?.metrics,
+    metricsSource: config.metricsPort === undefined ? link?.metrics : null,
     tracing,
   });
 
@@ -318,8 +351,13 @@ async function start(config: Config, logger: Logger): Promise<Started> {
       `${config.host ?? '*'}:${config.port}`,
     );
   });
+  const metricsServer =
+    config.metricsPort !== undefined && !link
+      ? await serveMetrics(config, config.metricsPort, registrySource(metrics.registry))
+      : undefined;
   return {
     server,
+    metricsServer,
     link,
     client,
     health,
@@ -365,6 +403,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
       `Upstream: ${new URL(upstreamUrl).origin}`,
     );
   }
+  if (started.metricsServer) announceMetrics(config, logger, started.metricsServer);
   warnAboutCredentials(config, logger);
   if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
   // redisReady is unset when REDIS_URL is, or when neither the rate limit nor APQ would use it.
@@ -403,7 +442,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
  * http.Server#close does) resets requests that clients are already sending on it.
  */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
-  const { server, client, health, sandbox, rateLimiter, redis, tracing } = started;
+  const { server, metricsServer, client, health, sandbox, rateLimiter, redis, tracing } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -421,6 +460,9 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
         logger.warn('grace period over; closing remaining connections');
         server.closeAllConnections();
       }
+      // Scraped until the drain is over, so the metrics cover the last requests.
+      metricsServer?.close();
+      metricsServer?.closeAllConnections();
       await Promise.allSettled([client.close(), sandbox?.close(), rateLimiter?.close()]);
       redis?.disconnect();
       // Last: the spans of the requests that just drained are exported before the exit.
@@ -454,6 +496,12 @@ async function main() {
     await checkPortFree(config.port, config.host, { port: 'PORT', host: 'HOST' }).catch(
       failedToStart,
     );
+    if (config.metricsPort !== undefined) {
+      await checkPortFree(config.metricsPort, config.host, {
+        port: 'METRICS_PORT',
+        host: 'HOST',
+      }).catch(failedToStart);
+    }
   }
   if (config.workers > 1 && cluster.isPrimary) {
     // The workers share one embedded sandbox, so they serve one set of data.
@@ -466,12 +514,19 @@ async function main() {
         `Upstream: the built-in sandbox at ${sandbox.url}, shared by the workers`,
       );
     }
-    runPrimary(
+    const clusterMetrics = runPrimary(
       config,
       logger,
       config.workers,
       sandbox ? { UPSTREAM_URL: sandbox.url, SANDBOX: '' } : {},
     );
+    // The primary holds the aggregate, so it serves a METRICS_PORT itself, until it exits.
+    if (config.metricsPort !== undefined) {
+      const metricsServer = await serveMetrics(config, config.metricsPort, clusterMetrics).catch(
+        failedToStart,
+      );
+      announceMetrics(config, logger, metricsServer);
+    }
     return;
   }
   const started = await start(config, logger).catch(failedToStart);

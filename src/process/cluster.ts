@@ -3,6 +3,7 @@ import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import type { Logger } from '../observability/logger.js';
+import type { MetricsSource } from '../plugins/request/use-metrics.js';
 
 // The messages between the primary and its workers. prom-client and rate-limiter-flexible use the
 // same IPC channel with messages of their own, so every one of ours carries this type prefix.
@@ -67,14 +68,14 @@ const CRASH_MEMORY_MS = 60_000;
  * The primary: forks `count` workers that share the port, replaces a worker that dies (with a
  * back-off, counted in `facade_worker_restarts_total`), answers the workers' metrics requests with
  * every worker's metrics, tells them when all are ready, and on SIGTERM drains them all and exits
- * once every one has exited.
+ * once every one has exited. Returns the whole cluster's metrics, for a METRICS_PORT of its own.
  */
 export function runPrimary(
   config: Config,
   logger: Logger,
   count: number,
   env: Record<string, string>,
-): void {
+): MetricsSource {
   // The in-memory rate limit is kept here, so N workers share one budget per client.
   new RateLimiterClusterMaster();
   const aggregator = new AggregatorRegistry();
@@ -84,6 +85,10 @@ export function runPrimary(
     help: 'Workers that died and were replaced',
     registers: [own],
   });
+  const clusterMetrics: MetricsSource = async () => {
+    const [workers, primary] = await Promise.all([aggregator.clusterMetrics(), own.metrics()]);
+    return { text: `${workers}\n${primary}`, contentType: aggregator.contentType };
+  };
   const listening = new Set<number>();
   const crashes: number[] = [];
   let stopping = false;
@@ -107,14 +112,9 @@ export function runPrimary(
     });
     worker.on('message', (message: unknown) => {
       if (!isMessage(message) || message.type !== METRICS_REQUEST) return;
-      void Promise.all([aggregator.clusterMetrics(), own.metrics()]).then(
-        ([workers, primary]) =>
-          worker.send({
-            type: METRICS_REPLY,
-            id: message.id,
-            text: `${workers}\n${primary}`,
-            contentType: aggregator.contentType,
-          } satisfies Message),
+      void clusterMetrics().then(
+        ({ text, contentType }) =>
+          worker.send({ type: METRICS_REPLY, id: message.id, text, contentType } satisfies Message),
         (error: unknown) => logger.error({ err: error }, 'cluster metrics failed'),
       );
     });
@@ -165,4 +165,5 @@ export function runPrimary(
 
   logger.info({ workers: count }, `starting ${count} workers`);
   for (let i = 0; i < count; i++) fork();
+  return clusterMetrics;
 }

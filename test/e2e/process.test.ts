@@ -129,6 +129,8 @@ describe('configuration errors', () => {
       [{ HOST: 'not-a-host' }, /^Cannot start: HOST: .*ENOTFOUND/],
       [{ PORT: String(busyPort) }, /^Cannot start: PORT: .*EADDRINUSE/],
       [{ SANDBOX_PORT: String(busyPort) }, /^Cannot start: SANDBOX_PORT: .*EADDRINUSE/],
+      [{ METRICS_PORT: String(busyPort) }, /^Cannot start: METRICS_PORT: .*EADDRINUSE/],
+      [{ PORT: '4000', METRICS_PORT: '4000' }, /^Invalid configuration: METRICS_PORT: .*PORT/],
     ];
     // A few at a time: each is a Node process on two shared cores.
     const results: Array<Awaited<ReturnType<typeof runFacade>>> = [];
@@ -206,6 +208,55 @@ describe('configuration errors', () => {
       await facade.stop(5_000);
     }
   }, 40_000);
+});
+
+describe('METRICS_PORT', () => {
+  const metricsUrl = async (facade: FacadeProcess) => {
+    const deadline = Date.now() + 20_000;
+    const logged = () => facade.lines.find((line) => 'metricsUrl' in line)?.metricsUrl;
+    while (!logged()) {
+      if (Date.now() > deadline) throw new Error(`no metrics line:\n${facade.stdout()}`);
+      await sleep(50);
+    }
+    return String(logged()).replace('localhost', '127.0.0.1');
+  };
+
+  it('serves /metrics on its own port, and nothing at /metrics on the GraphQL port', async () => {
+    const facade = await startFacade({ METRICS_PORT: '0' });
+    try {
+      expect((await post(facade.url, REPOS)).status).toBe(200);
+      const response = await fetch(await metricsUrl(facade));
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      const text = await response.text();
+      expect(text).toMatch(/upstream_calls_total\{route="GET \/git\/v1\/repo",status="200"\} \d+/);
+      expect(text).toMatch(/process_resident_memory_bytes/);
+      expect((await fetch(facade.url.replace('/graphql', '/metrics'))).status).toBe(404);
+      expect((await fetch(facade.url.replace('/graphql', '/health'))).status).toBe(200);
+    } finally {
+      await facade.stop(5_000);
+    }
+  }, 40_000);
+
+  it("serves every worker's metrics from the primary with WORKERS=2", async () => {
+    const facade = await startFacade({ METRICS_PORT: '0', WORKERS: '2' });
+    try {
+      const url = await metricsUrl(facade);
+      const deadline = Date.now() + 20_000;
+      while (facade.lines.filter((line) => typeof line.port === 'number').length < 2) {
+        expect(Date.now()).toBeLessThan(deadline);
+        await sleep(50);
+      }
+      for (let i = 0; i < 4; i++) expect((await post(facade.url, REPOS)).status).toBe(200);
+      const text = await (await fetch(url)).text();
+      expect(text).toContain('facade_worker_restarts_total 0');
+      const workers = new Set([...text.matchAll(/worker="(\d+)"/g)].map((match) => match[1]));
+      expect(workers.size).toBe(2);
+      expect((await fetch(facade.url.replace('/graphql', '/metrics'))).status).toBe(404);
+    } finally {
+      await facade.stop(10_000);
+    }
+  }, 60_000);
 });
 
 describe('shutdown on SIGTERM', () => {

@@ -1,7 +1,14 @@
+import type { RequestListener } from 'node:http';
 import type { Plugin } from 'graphql-yoga';
+import type { Registry } from 'prom-client';
 
 /** Prometheus text and its content type: one registry's, or a whole cluster's. */
 export type MetricsSource = () => Promise<{ text: string; contentType: string }>;
+
+/** One process's own metrics. */
+export const registrySource =
+  (registry: Registry): MetricsSource =>
+  async () => ({ text: await registry.metrics(), contentType: registry.contentType });
 
 /** Serves the metrics as Prometheus text at `path`; answered before any GraphQL work. */
 export function useMetrics(source: MetricsSource, path: string): Plugin {
@@ -12,5 +19,20 @@ export function useMetrics(source: MetricsSource, path: string): Plugin {
         endResponse(new fetchAPI.Response(text, { headers: { 'content-type': contentType } }));
       });
     },
+  };
+}
+
+/** The same answer on a port of its own (METRICS_PORT): `GET path`, and 404 for anything else. */
+export function metricsListener(source: MetricsSource, path: string): RequestListener {
+  return (request, response) => {
+    const { pathname } = new URL(request.url ?? '/', 'http://localhost');
+    if (pathname !== path || (request.method !== 'GET' && request.method !== 'HEAD')) {
+      response.writeHead(404).end();
+      return;
+    }
+    source().then(
+      ({ text, contentType }) => response.writeHead(200, { 'content-type': contentType }).end(text),
+      () => response.writeHead(500).end(),
+    );
   };
 }
