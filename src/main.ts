@@ -28,15 +28,15 @@ import {
 } from './plugins/request/use-rate-limit.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
 import { compileHttpParser, limitHeapGrowth } from './process/memory.js';
+import {
+  errorName,
+  listenFailure,
+  StartupError,
+  unexpectedFailure,
+} from './process/startup-errors.js';
 import { warmUp } from './process/warm-up.js';
 import { connectRedis } from './redis.js';
 import { UpstreamClient } from './upstream/client.js';
-
-/**
- * A start-up failure the operator can act on: the message names the variable to change. Before
- * the server listens every failure ends as one stderr line and exit 1, never as a stack.
- */
-class StartupError extends Error {}
 
 /** Before any logger exists (the log level is configuration too), and for start-up failures. */
 function failStartup(line: string): never {
@@ -52,33 +52,6 @@ function readConfig(): Config {
     // The value is not repeated: it may be any variable's, a secret's included.
     failStartup(`Invalid configuration: could not be read (${errorName(error)})`);
   }
-}
-
-const errorName = (error: unknown) => (error instanceof Error ? error.name : typeof error);
-
-const LISTEN_REASONS: Record<string, string> = {
-  EADDRINUSE: 'the port is already in use',
-  EACCES: 'not permitted to listen on this port',
-  EADDRNOTAVAIL: 'not an address of this machine',
-  EAFNOSUPPORT: 'this machine does not support that address family',
-  ENOTFOUND: 'the host name does not resolve',
-  EAI_AGAIN: 'the host name could not be resolved now',
-};
-const PORT_CODES = new Set(['EADDRINUSE', 'EACCES']);
-
-/** Why listen() failed, naming the variable that chose the port (or the host) and the reason. */
-function listenFailure(
-  error: unknown,
-  variables: { port: string; host: string },
-  where: string,
-): StartupError {
-  const code = (error as { code?: unknown })?.code;
-  const known = typeof code === 'string' && code in LISTEN_REASONS;
-  const variable = known && !PORT_CODES.has(code) ? variables.host : variables.port;
-  const reason = known
-    ? `${LISTEN_REASONS[code]} (${code})`
-    : `listen failed (${String(code ?? errorName(error))})`;
-  return new StartupError(`${variable}: cannot listen on ${where}: ${reason}`);
 }
 
 /**
@@ -99,23 +72,6 @@ async function checkPortFree(
   }).catch((error: unknown) => {
     throw listenFailure(error, variables, `${host ?? '*'}:${port}`);
   });
-}
-
-/**
- * The one line for a failure nobody foresaw: its first line, bounded, with every configured
- * secret blanked out, since a library may quote the URL or key it was given.
- */
-function unexpectedFailure(error: unknown, config: Config): string {
-  const raw = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  let line = (raw.split('\n')[0] ?? '').slice(0, 300);
-  const secrets = [
-    config.upstream.apiKey,
-    ...(config.clientTokens ?? []),
-    config.rateLimit.redisUrl,
-    config.rateLimit.redisUrl && new URL(config.rateLimit.redisUrl).password,
-  ];
-  for (const secret of secrets) if (secret) line = line.split(secret).join('[redacted]');
-  return `Cannot start: ${line}`;
 }
 
 /** Where the URL shows a password (REDIS_URL may), only its scheme, host and port are logged. */
