@@ -4,21 +4,9 @@ import { GraphQLError } from 'graphql';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { Config } from '../config.js';
 import { truncate } from '../errors.js';
+import { REDACT } from './redaction.js';
 
 export type { Logger } from 'pino';
-
-// Belt and braces: no log line is built from headers, but if one ever is, these never show.
-// Exact paths only: wildcard paths make redaction walk every logged object on every request.
-const REDACT = [
-  'authorization',
-  'cookie',
-  'token',
-  'apiKey',
-  'headers.authorization',
-  'headers.cookie',
-  'req.headers.authorization',
-  'req.headers.cookie',
-];
 
 // Every logged string is bounded: much of what a line holds can come from a caller (an
 // operation name, an error message quoting a value), and a line is not a place for megabytes.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { TxtLookupResult } from '../upstream/dns.js';
 import { builder } from './builder.js';
-import { domainName, txtHost } from './domains.js';
+import { domainName, txtHost } from './domain-name.js';
 
 interface DomainDnsCheck {
   host: string;
