@@ -15,6 +15,7 @@ export default defineConfig({
     exclude: ['test/e2e/browser/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    globalSetup: ['test/helpers/fast-check-seed.ts'],
     // Several suites start real servers and child processes; two cores, so keep the fan-out small.
     maxWorkers: 2,
   },

@@ -1,8 +1,8 @@
 // Properties over every argument of every root field, with valid and hostile values sent both as
 // variables and as literals. fast-check prints the seed and the shrunk counterexample on failure;
-// replay one with `fc.assert(..., { seed, path })`.
+// replay the run with FC_SEED=<seed>, or one property with `fc.assert(..., { seed, path })`.
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { ERROR_CODES } from '../../src/errors.js';
 import {
   anyCursor,
@@ -20,6 +20,10 @@ import {
   notAnInt,
 } from '../helpers/arbitraries.js';
 import { type Harness, upstreamRequests, useDnsHarness } from '../helpers/harness.js';
+
+// Every run generates the same values: the seed is pinned for the run and printed once
+// (test/helpers/fast-check-seed.ts).
+fc.configureGlobal({ ...fc.readConfigureGlobal(), seed: inject('fcSeed') });
 
 /** The contract's codes: the table in src/errors.ts and the ones the contract added since. */
 const CONTRACT_CODES = new Set<string>([
