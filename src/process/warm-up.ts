@@ -42,7 +42,7 @@ export interface WarmUpLimits {
  * Before the server listens (so before readiness is true): representative requests through the
  * serving app itself, over real HTTP on loopback, against an in-process stand-in for the upstream.
  * V8 then has the request path optimised when the first client arrives, instead of compiling it
- * during the first seconds of load (docs/performance.md, "The warm-up").
+ * during the first seconds of load (docs/performance.md, "The warm-up before listening").
  *
  * It must be the serving app, not a second one built alike: graphql-jit compiles each app's
  * queries into functions of their own, and much of the facade's code is closures per app, which
