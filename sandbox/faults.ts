@@ -9,6 +9,12 @@ export interface Fault {
   headers?: Record<string, string>;
   /** Wait before answering; with nothing else set the normal answer follows. */
   delayMs?: number;
+  /**
+   * Hold the answer until this settles, as `delayMs` does (in-process only): a test opens the gate
+   * once it has seen what must happen while the upstream has not answered, instead of guessing a
+   * delay long enough for it.
+   */
+  until?: PromiseLike<unknown>;
   /** 200 with a non-JSON body (text/html). */
   notJson?: boolean;
   /** 200 announcing the full content-length, half the body written, then the socket destroyed. */
@@ -87,6 +93,7 @@ export function parseFault(value: unknown): Fault | string {
       return 'headers must be an object of strings';
     }
   }
+  if (value.until !== undefined) return 'until is set in-process only';
   for (const flag of ['notJson', 'truncate', 'reset'] as const) {
     if (value[flag] !== undefined && typeof value[flag] !== 'boolean')
       return `${flag} must be a boolean`;
@@ -109,6 +116,7 @@ export async function applyFault(fault: Fault, env: FaultEnvironment): Promise<v
   const { req, res } = env;
   for (const [name, value] of Object.entries(fault.headers ?? {})) res.setHeader(name, value);
   if (fault.delayMs) await env.sleep(fault.delayMs);
+  if (fault.until) await fault.until;
   // The client may have given up while we waited.
   if (req.socket.destroyed) return;
 

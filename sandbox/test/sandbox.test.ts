@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startDnsServer, type TestDnsServer } from '../../test/helpers/dns-server.js';
 import { type Sandbox, startSandbox } from '../server.js';
 
@@ -426,6 +426,25 @@ describe('sandbox', () => {
 
     expect((await call('GET', '/git/v1/repo')).status).toBe(200);
     expect(sandbox.counts()['GET /git/v1/repo']).toBe(7);
+  });
+
+  it('holds an answer until the gate set in-process opens, and refuses a gate over HTTP', async () => {
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    sandbox.setFault('GET /git/v1/repo', { until: gate, times: 1 });
+    let answered = false;
+    const held = call('GET', '/git/v1/repo').finally(() => {
+      answered = true;
+    });
+    await vi.waitFor(() => expect(sandbox.counts()['GET /git/v1/repo']).toBe(1));
+    expect(answered).toBe(false);
+    open();
+    expect((await held).status).toBe(200);
+
+    const put = await call('PUT', '/__sandbox/faults/GET/git/v1/repo', { body: { until: 1 } });
+    expect(put).toMatchObject({ status: 400, text: expect.stringMatching(/in-process only/) });
   });
 
   it('refuses faults unless enabled, and malformed routes', async () => {

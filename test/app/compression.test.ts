@@ -71,9 +71,15 @@ describe('compression', () => {
 
   it('delivers each part of a compressed answer when it is ready, over HTTP', async () => {
     const server = await listen((req, res) => void h.app.requestListener(req, res));
+    // The deferred page waits for the upstream, which answers only once the first part has been
+    // decoded here: a compressor that held the first part back until the end would never get the
+    // page, and the answer would end without it.
+    let answerUpstream = () => {};
+    const gate = new Promise<void>((resolve) => {
+      answerUpstream = resolve;
+    });
     try {
-      // The deferred page waits for the upstream; the first part must arrive before it.
-      h.sandbox.setFault('GET /git/v1/repo', { delayMs: 3000, times: 1 });
+      h.sandbox.setFault('GET /git/v1/repo', { until: gate, times: 1 });
       const seen = await new Promise<{ first: string; endedBeforeFirst: boolean; all: string }>(
         (resolve, reject) => {
           const req = httpRequest(server.url, {
@@ -96,7 +102,10 @@ describe('compression', () => {
             });
             decoder.on('data', (chunk: Buffer) => {
               text += chunk.toString();
-              if (!first && text.includes('"hasNext":true')) first = { text, ended };
+              if (!first && text.includes('"hasNext":true')) {
+                first = { text, ended };
+                answerUpstream();
+              }
             });
             decoder.on('error', reject);
             decoder.on('end', () =>
@@ -119,6 +128,7 @@ describe('compression', () => {
       expect(seen.endedBeforeFirst).toBe(false);
       expect(seen.all).toContain('"repositories":{"total":50}');
     } finally {
+      answerUpstream();
       await server.close();
     }
   });

@@ -26,15 +26,28 @@ describe('credentials, default mode', () => {
   });
 
   it('keeps two concurrent callers apart: each sees only its own account', async () => {
-    // Both requests are in flight at the same time, so any sharing would show.
-    h.sandbox.setFault('GET /git/v1/repo', { delayMs: 200, times: 20 });
     const tokens = ['alice-token', 'bob-token', 'carol-token', 'dave-token'];
-    const answers = await Promise.all(
+    const expected = await Promise.all(tokens.map((token) => directIds(h, token)));
+    h.sandbox.clearRequests();
+    // The upstream answers none until every request is in flight, so any sharing would show.
+    let answerAll = () => {};
+    const gate = new Promise<void>((resolve) => {
+      answerAll = resolve;
+    });
+    h.sandbox.setFault('GET /git/v1/repo', { until: gate, times: tokens.length });
+    const pending = Promise.all(
       tokens.map((token) => h.gql<Ids>(QUERY, {}, { authorization: `Bearer ${token}` })),
     );
-    for (const [index, token] of tokens.entries()) {
-      const ids = answers[index]?.data?.repositories.items.map((item) => item.id);
-      expect(ids).toEqual(await directIds(h, token));
+    try {
+      await expect
+        .poll(() => upstreamRequests(h.sandbox, 'GET /git/v1/repo').length)
+        .toBe(tokens.length);
+    } finally {
+      answerAll();
+    }
+    const answers = await pending;
+    for (const [index, ids] of expected.entries()) {
+      expect(answers[index]?.data?.repositories.items.map((item) => item.id)).toEqual(ids);
     }
     expect(new Set(answers.map((a) => JSON.stringify(a.data))).size).toBe(tokens.length);
   });

@@ -163,8 +163,10 @@ describe('circuit breaker', () => {
       expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(3);
 
       h.sandbox.clearFaults();
-      await new Promise((resolve) => setTimeout(resolve, 350));
-      expect((await h.gql(LIST)).errors).toBeUndefined();
+      // Paused until the cooldown is over; then the next call is the trial that closes it.
+      await expect
+        .poll(async () => (await h.gql(LIST)).errors, { interval: 50, timeout: 5_000 })
+        .toBeUndefined();
       expect((await h.gql(LIST)).errors).toBeUndefined();
     } finally {
       await h.close();
@@ -237,7 +239,7 @@ describe('cancellation', () => {
   it('aborts the upstream read of a client that goes away', async () => {
     h.sandbox.setFault(ROUTE, { delayMs: 5_000, times: 1 });
     const request = abandonable(server.url);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await expect.poll(() => upstreamRequests(h.sandbox, ROUTE).length).toBe(1);
     expect(await request.abandon()).toBe('aborted');
     await expect.poll(() => calls.length, { timeout: 2_000 }).toBe(1);
     expect(calls[0]?.outcome).toBe('cancelled');
@@ -250,7 +252,8 @@ describe('circuit breaker on transport failures', () => {
   const breakerConfig = {
     upstream: {
       retries: 0,
-      timeoutMs: TIMEOUT_MS,
+      // No call here is meant to succeed: the timeouts that open the circuit are all it waits for.
+      timeoutMs: 150,
       breakerThreshold: THRESHOLD,
       breakerCooldownMs: 60_000,
     },
@@ -326,8 +329,9 @@ describe('circuit breaker on transport failures', () => {
       expect(value(open, state)).toBe(1);
       expect(value(open, entered('open'))).toBe(1);
       h.sandbox.clearFaults();
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      expect((await h.gql(LIST)).errors).toBeUndefined();
+      await expect
+        .poll(async () => (await h.gql(LIST)).errors, { interval: 50, timeout: 5_000 })
+        .toBeUndefined();
       const closed = await scrape();
       expect(value(closed, state)).toBe(0);
       expect(value(closed, entered('half_open'))).toBe(1);
