@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 
 describe('DNS configuration', () => {
   it('accepts IP resolvers with optional ports', () => {
@@ -45,6 +45,7 @@ describe('start-up configuration', () => {
     'http://user:s3cretpw@exa mple.com',
     'http://user:s3cretpw@api.example',
   ])('refuses UPSTREAM_URL=%j without echoing it', (value) => {
+    expect(() => loadConfig({ UPSTREAM_URL: value })).toThrow(ConfigError);
     expect(() => loadConfig({ UPSTREAM_URL: value })).toThrow(/^UPSTREAM_URL: /);
     try {
       loadConfig({ UPSTREAM_URL: value });
@@ -61,6 +62,7 @@ describe('start-up configuration', () => {
   });
 
   it('refuses DNS_SERVERS that name no server', () => {
+    expect(() => loadConfig({ DNS_SERVERS: ',,,' })).toThrow(ConfigError);
     expect(() => loadConfig({ DNS_SERVERS: ',,,' })).toThrow(/^DNS_SERVERS: .*at least one/);
   });
 
@@ -68,6 +70,7 @@ describe('start-up configuration', () => {
     'refuses CLIENT_TOKENS=%j that no bearer token can match, without echoing it',
     (value) => {
       const env = { UPSTREAM_API_KEY: 'key', CLIENT_TOKENS: value };
+      expect(() => loadConfig(env)).toThrow(ConfigError);
       expect(() => loadConfig(env)).toThrow(/^CLIENT_TOKENS: /);
       try {
         loadConfig(env);
@@ -93,6 +96,7 @@ describe('start-up configuration', () => {
   });
 
   it('refuses to serve the built-in sandbox in production unless SANDBOX=true', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/^UPSTREAM_URL: .*SANDBOX=true/);
     expect(loadConfig({ NODE_ENV: 'production', SANDBOX: 'true' }).upstreamUrl).toBeUndefined();
     expect(
@@ -109,6 +113,54 @@ describe('start-up configuration', () => {
   });
 });
 
+// main.ts prints a ConfigError's message after "Invalid configuration: " as the one stderr line of
+// a failed start (test/e2e/process.test.ts proves that line with one case).
+describe('configuration errors', () => {
+  it.each<[Record<string, string>, RegExp, string?]>([
+    [{ MAX_DEPTH: 'deep' }, /^MAX_DEPTH: must be a whole number/],
+    [{ REDIS_URL: 'http://user:hunter2@cache:6379' }, /^REDIS_URL: /, 'hunter2'],
+    [{ UPSTREAM_API_KEY: 'key-hunter2' }, /^UPSTREAM_API_KEY: .*CLIENT_TOKENS/, 'hunter2'],
+    [
+      { UPSTREAM_URL: 'http://user:s3cretpw@api.example' },
+      /^UPSTREAM_URL: .*credentials/,
+      's3cretpw',
+    ],
+    [{ PORT: '4000', METRICS_PORT: '4000' }, /^METRICS_PORT: .*PORT/],
+  ])('refuses %j in one line naming the variable, without a secret', (env, pattern, secret) => {
+    let error: unknown;
+    try {
+      loadConfig(env);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const { message } = error as ConfigError;
+    expect(message).toMatch(pattern);
+    expect(message).not.toContain('\n');
+    if (secret) expect(message).not.toContain(secret);
+  });
+
+  it('names the variable for every kind of bad value', () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ PORT: '70000' }, 'PORT'],
+      [{ RATE_LIMIT_POINTS: '-1' }, 'RATE_LIMIT_POINTS'],
+      [{ RATE_LIMIT_WINDOW_S: '0' }, 'RATE_LIMIT_WINDOW_S'],
+      [{ MAX_BODY_BYTES: '1e6' }, 'MAX_BODY_BYTES'],
+      [{ INTROSPECTION: 'maybe' }, 'INTROSPECTION'],
+      [{ CORS_ORIGINS: 'https://ok.example,https://bad.example/path' }, 'CORS_ORIGINS'],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+      [{ SHUTDOWN_GRACE_MS: 'soon' }, 'SHUTDOWN_GRACE_MS'],
+      [{ REQUEST_TIMEOUT_MS: '10' }, 'REQUEST_TIMEOUT_MS'],
+      [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS'],
+    ];
+    for (const [env, name] of cases) {
+      expect(() => loadConfig(env)).toThrow(new RegExp(`^${name}: `));
+    }
+    const ok = loadConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:5173' });
+    expect(ok.corsOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
+  });
+});
+
 describe('FORWARD_HEADERS', () => {
   it('reads header names, lower-cased, without duplicates', () => {
     expect(
@@ -120,6 +172,7 @@ describe('FORWARD_HEADERS', () => {
   it.each([
     ['cookie', /cookie \(a browser credential/],
     ['x-tenant-id,Set-Cookie', /set-cookie \(a browser credential/],
+    ['x-tenant-id,Cookie', /must not name cookie \(/],
     ['connection', /connection \(a hop-by-hop header\)/],
     ['keep-alive', /hop-by-hop/],
     ['te', /hop-by-hop/],
@@ -139,6 +192,7 @@ describe('FORWARD_HEADERS', () => {
     ['x-graphql-csrf', /x-graphql-csrf \(the facade's own CSRF header\)/],
     ['x tenant', /header names/],
   ])('refuses FORWARD_HEADERS=%j in one line naming the variable', (value, reason) => {
+    expect(() => loadConfig({ FORWARD_HEADERS: value })).toThrow(ConfigError);
     expect(() => loadConfig({ FORWARD_HEADERS: value })).toThrow(/^FORWARD_HEADERS: /);
     expect(() => loadConfig({ FORWARD_HEADERS: value })).toThrow(reason);
     try {

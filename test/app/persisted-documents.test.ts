@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { APQ_MAX_DOCUMENT_BYTES, createMemoryApqStore } from '../../src/plugins/request/use-apq.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
@@ -369,11 +369,13 @@ describe('PERSISTED_DOCUMENTS configuration', () => {
       /is not the SHA-256 of its document/,
     ],
   ])('refuses %s, naming PERSISTED_DOCUMENTS', (_, path, message) => {
+    expect(() => loadConfig({ PERSISTED_DOCUMENTS: path })).toThrow(ConfigError);
     expect(() => loadConfig({ PERSISTED_DOCUMENTS: path })).toThrow(/^PERSISTED_DOCUMENTS: /);
     expect(() => loadConfig({ PERSISTED_DOCUMENTS: path })).toThrow(message);
   });
 
   it('refuses PERSISTED_DOCUMENTS_ONLY without a manifest', () => {
+    expect(() => loadConfig({ PERSISTED_DOCUMENTS_ONLY: 'true' })).toThrow(ConfigError);
     expect(() => loadConfig({ PERSISTED_DOCUMENTS_ONLY: 'true' })).toThrow(
       /^PERSISTED_DOCUMENTS_ONLY: .*set PERSISTED_DOCUMENTS/,
     );

@@ -7,6 +7,8 @@ import { loadConfig } from '../../src/config.js';
 import { type FacadeProcess, post, runFacade, startFacade } from '../helpers/process.js';
 
 const REPOS = 'query Repos { repositories(limit: 3) { total items { id defaultBranch } } }';
+// Another process on two shared cores: what it does next may take a while to show.
+const POLL = { interval: 50, timeout: 10_000 };
 
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -45,14 +47,15 @@ describe('the facade process, as `npm start` runs it', () => {
     expect(data.repositories.total).toBe(50);
     expect(data.repositories.items).toHaveLength(3);
 
-    await sleep(100);
-    const line = facade.lines.find((l) => l.requestId === 'e2e-1');
-    expect(line).toMatchObject({
-      msg: 'request',
-      operationName: 'Repos',
-      status: 200,
-      upstreamCalls: 1,
-    });
+    // The line is written off the request path, so it may follow the answer.
+    await expect
+      .poll(() => facade.lines.find((l) => l.requestId === 'e2e-1'), POLL)
+      .toMatchObject({
+        msg: 'request',
+        operationName: 'Repos',
+        status: 200,
+        upstreamCalls: 1,
+      });
     expect(facade.stdout()).not.toContain('e2e-secret-token');
   });
 
@@ -80,63 +83,22 @@ describe('configuration errors', () => {
   });
   afterAll(() => new Promise<void>((resolve) => busy?.close(() => resolve())));
 
+  // What loadConfig refuses, and the message main.ts prints after "Invalid configuration: ", is
+  // checked in-process (test/app/config.test.ts); one such case here proves the line itself. The
+  // listen failures are main.ts's own: the variable each names is checked only here (PORT in the
+  // next test).
   it('stops start-up with one stderr line naming the variable, no secret, no stack, exit 1', async () => {
     const cases: Array<[Record<string, string>, RegExp, string?]> = [
-      [{ MAX_DEPTH: 'deep' }, /^Invalid configuration: MAX_DEPTH: must be a whole number/],
       [
         { REDIS_URL: 'http://user:hunter2@cache:6379' },
         /^Invalid configuration: REDIS_URL: /,
         'hunter2',
       ],
-      [
-        { UPSTREAM_API_KEY: 'key-hunter2' },
-        /^Invalid configuration: UPSTREAM_API_KEY: .*CLIENT_TOKENS/,
-        'hunter2',
-      ],
-      [{ UPSTREAM_URL: 'not-a-url' }, /^Invalid configuration: UPSTREAM_URL: /, 'not-a-url'],
-      [{ UPSTREAM_URL: 'http://' }, /^Invalid configuration: UPSTREAM_URL: /],
-      [{ UPSTREAM_URL: 'http://[::1' }, /^Invalid configuration: UPSTREAM_URL: /],
-      [{ UPSTREAM_URL: 'http://api.example:99999' }, /^Invalid configuration: UPSTREAM_URL: /],
-      [
-        { UPSTREAM_URL: 'http://user:s3cretpw@exa mple.com' },
-        /^Invalid configuration: UPSTREAM_URL: /,
-        's3cretpw',
-      ],
-      [
-        { UPSTREAM_URL: 'http://user:s3cretpw@api.example' },
-        /^Invalid configuration: UPSTREAM_URL: .*credentials/,
-        's3cretpw',
-      ],
-      [{ DNS_SERVERS: ',,,' }, /^Invalid configuration: DNS_SERVERS: /],
-      [
-        { FORWARD_HEADERS: 'x-tenant-id,Cookie' },
-        /^Invalid configuration: FORWARD_HEADERS: must not name cookie \(/,
-      ],
-      [
-        { UPSTREAM_API_KEY: 'key-hunter2', CLIENT_TOKENS: 'tok with space' },
-        /^Invalid configuration: CLIENT_TOKENS: /,
-        'with space',
-      ],
-      [{ NODE_ENV: 'production' }, /^Invalid configuration: UPSTREAM_URL: .*SANDBOX=true/],
-      [
-        { PERSISTED_DOCUMENTS: '/nonexistent/persisted-documents.json' },
-        /^Invalid configuration: PERSISTED_DOCUMENTS: cannot read the manifest \(ENOENT\)/,
-      ],
-      [
-        { PERSISTED_DOCUMENTS_ONLY: 'true' },
-        /^Invalid configuration: PERSISTED_DOCUMENTS_ONLY: .*PERSISTED_DOCUMENTS/,
-      ],
       [{ HOST: 'not-a-host' }, /^Cannot start: HOST: .*ENOTFOUND/],
-      [{ PORT: String(busyPort) }, /^Cannot start: PORT: .*EADDRINUSE/],
       [{ SANDBOX_PORT: String(busyPort) }, /^Cannot start: SANDBOX_PORT: .*EADDRINUSE/],
       [{ METRICS_PORT: String(busyPort) }, /^Cannot start: METRICS_PORT: .*EADDRINUSE/],
-      [{ PORT: '4000', METRICS_PORT: '4000' }, /^Invalid configuration: METRICS_PORT: .*PORT/],
     ];
-    // A few at a time: each is a Node process on two shared cores.
-    const results: Array<Awaited<ReturnType<typeof runFacade>>> = [];
-    for (let i = 0; i < cases.length; i += 4) {
-      results.push(...(await Promise.all(cases.slice(i, i + 4).map(([env]) => runFacade(env)))));
-    }
+    const results = await Promise.all(cases.map(([env]) => runFacade(env)));
     for (const [index, [env, pattern, secret]] of cases.entries()) {
       const result = results[index];
       const what = JSON.stringify(env);
@@ -149,7 +111,7 @@ describe('configuration errors', () => {
       if (secret) expect(`${result?.stderr}${result?.stdout}`, what).not.toContain(secret);
       expect(result?.stdout, what).toBe('');
     }
-  }, 120_000);
+  }, 60_000);
 
   it('reports a busy port at once, before the sandbox, the workers and the warm-up', async () => {
     const production = { NODE_ENV: 'production', SANDBOX: 'true', WARM_UP_MS: '60000' };
@@ -174,26 +136,6 @@ describe('configuration errors', () => {
       expect(ms, `WORKERS=${workers}`).toBeLessThan(20_000);
     }
   }, 60_000);
-
-  it('names the variable for every kind of bad value', () => {
-    const cases: Array<[Record<string, string>, string]> = [
-      [{ PORT: '70000' }, 'PORT'],
-      [{ RATE_LIMIT_POINTS: '-1' }, 'RATE_LIMIT_POINTS'],
-      [{ RATE_LIMIT_WINDOW_S: '0' }, 'RATE_LIMIT_WINDOW_S'],
-      [{ MAX_BODY_BYTES: '1e6' }, 'MAX_BODY_BYTES'],
-      [{ INTROSPECTION: 'maybe' }, 'INTROSPECTION'],
-      [{ CORS_ORIGINS: 'https://ok.example,https://bad.example/path' }, 'CORS_ORIGINS'],
-      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
-      [{ SHUTDOWN_GRACE_MS: 'soon' }, 'SHUTDOWN_GRACE_MS'],
-      [{ REQUEST_TIMEOUT_MS: '10' }, 'REQUEST_TIMEOUT_MS'],
-      [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS'],
-    ];
-    for (const [env, name] of cases) {
-      expect(() => loadConfig(env)).toThrow(new RegExp(`^${name}: `));
-    }
-    const ok = loadConfig({ CORS_ORIGINS: 'https://a.example, http://localhost:5173' });
-    expect(ok.corsOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
-  });
 
   it('logs service-key mode without a client check loudly', async () => {
     const facade = await startFacade({
@@ -268,6 +210,14 @@ describe('shutdown on SIGTERM', () => {
     });
     expect(response.status).toBe(204);
   };
+  /** Once the embedded sandbox has received the facade's call, the request is in flight. */
+  const upstreamReached = (facade: FacadeProcess) =>
+    expect
+      .poll(async () => {
+        const log = await fetch(`${facade.sandboxUrl}/__sandbox/requests`);
+        return ((await log.json()) as { requests: unknown[] }).requests.length;
+      }, POLL)
+      .toBe(1);
 
   it('stops accepting, lets the request in flight finish, then exits 0', async () => {
     const facade = await startFacade({ SANDBOX_FAULTS: 'true', SHUTDOWN_GRACE_MS: '10000' });
@@ -275,9 +225,12 @@ describe('shutdown on SIGTERM', () => {
       await slowUpstream(facade, 1500);
       const started = Date.now();
       const inFlight = post(facade.url, REPOS);
-      await sleep(400);
+      await upstreamReached(facade);
       facade.child.kill('SIGTERM');
-      await sleep(200);
+      // Logged in the tick that closes the listener.
+      await expect
+        .poll(() => facade.lines.some((line) => line.msg === 'draining'), POLL)
+        .toBe(true);
       await expect(fetch(facade.url.replace('/graphql', '/health'))).rejects.toThrow();
 
       const response = await inFlight;
@@ -305,6 +258,7 @@ describe('shutdown on SIGTERM', () => {
     let signalled = false;
     const failures: string[] = [];
     const closedAfterSignal = new Set<number>();
+    const answered = new Set<number>();
     const run = async (client: Client, index: number) => {
       const until = () => signalled && Date.now() > stopAt;
       while (!until()) {
@@ -317,6 +271,7 @@ describe('shutdown on SIGTERM', () => {
           });
           const body = await answer.body.text();
           if (answer.statusCode !== 200) failures.push(`${answer.statusCode} ${body}`);
+          answered.add(index);
           if (answer.headers.connection === 'close') {
             if (signalled) closedAfterSignal.add(index);
             return;
@@ -332,7 +287,8 @@ describe('shutdown on SIGTERM', () => {
     let stopAt = Number.POSITIVE_INFINITY;
     try {
       const running = clients.map(run);
-      await sleep(600);
+      // Every connection open and answered once: the signal finds some idle, some sending.
+      await expect.poll(() => answered.size, POLL).toBe(clients.length);
       facade.child.kill('SIGTERM');
       signalled = true;
       stopAt = Date.now() + 2_000;
@@ -356,7 +312,7 @@ describe('shutdown on SIGTERM', () => {
         () => 'answered',
         () => 'cut',
       );
-      await sleep(300);
+      await upstreamReached(facade);
       const signalled = Date.now();
       facade.child.kill('SIGTERM');
       expect(await Promise.race([facade.exited, sleep(10_000).then(() => 'still running')])).toBe(
@@ -469,12 +425,17 @@ describe('what one client may hold of the server', () => {
       expect(extra.seen.received).toBe('');
 
       held[0]?.socket.destroy();
-      await poll(() => (held[0]?.seen.closedAt ?? 0) > 0, 1_000);
-      await sleep(100);
-      const next = connection(bounded.port);
-      next.socket.write(HEALTH);
-      expect(await poll(() => next.seen.received.startsWith('HTTP/1.1 200 '), 5_000)).toBe(true);
-      for (const { socket } of [...held, next]) socket.destroy();
+      // The server frees the slot once it has seen that close; until then it closes a new one as
+      // it closed the extra one.
+      const admitted = async () => {
+        const next = connection(bounded.port);
+        next.socket.write(HEALTH);
+        await poll(() => next.seen.received !== '' || next.seen.closedAt > 0, 5_000);
+        next.socket.destroy();
+        return next.seen.received.startsWith('HTTP/1.1 200 ');
+      };
+      await expect.poll(admitted, POLL).toBe(true);
+      for (const { socket } of held) socket.destroy();
     } finally {
       await bounded.stop(5_000);
     }
