@@ -515,7 +515,7 @@ describe('sandbox', () => {
         method: 'POST',
         body: '{}',
       }).catch((error: unknown) => error);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await vi.waitFor(() => expect(doomed.counts()['POST /ephemeral/v1/dev-servers']).toBe(1));
       const started = Date.now();
       await doomed.close();
       expect(Date.now() - started).toBeLessThan(500);
