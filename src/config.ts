@@ -352,9 +352,6 @@ const schema = z.object({
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(25_000),
   // Unset: 10 s with NODE_ENV=production, 0 (start at once) in development.
   WARM_UP_MS: int(0, 120_000).optional(),
-  // 0: V8's own policy, which lets the old generation grow to up to 4 times what a full
-  // collection left live before it collects again.
-  HEAP_GROWTH_PERCENT: int(0, 300).default(25),
   READINESS_CHECK_UPSTREAM: bool.default(false),
   MAX_UPSTREAM_CALLS: int(1, 10_000).default(20),
   // Explicit choice of the built-in sandbox as the upstream; required for it in production.
@@ -499,8 +496,6 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long the process may warm its request path before it listens; 0: not at all. */
   warmUpMs: number;
-  /** How far (in %) V8 lets the old generation grow past its live size before collecting; 0: V8's choice. */
-  heapGrowthPercent: number;
   readinessCheckUpstream: boolean;
   /** Upstream calls one GraphQL request may cause; a logical call counts once, retries included. */
   maxUpstreamCalls: number;
@@ -602,7 +597,6 @@ function toConfig(env: Env): Config {
     corsOrigins: env.CORS_ORIGINS,
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
     warmUpMs: env.WARM_UP_MS ?? (env.NODE_ENV === 'production' ? 10_000 : 0),
-    heapGrowthPercent: env.HEAP_GROWTH_PERCENT,
     readinessCheckUpstream: env.READINESS_CHECK_UPSTREAM,
     maxUpstreamCalls: env.MAX_UPSTREAM_CALLS,
     workers:

@@ -27,7 +27,7 @@ import {
   type RateLimiter,
 } from './plugins/request/use-rate-limit.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
-import { compileHttpParser, limitHeapGrowth } from './process/memory.js';
+import { compileHttpParser } from './process/memory.js';
 import {
   errorName,
   listenFailure,
@@ -433,8 +433,6 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
 
 async function main() {
   const config = readConfig();
-  // Before the app is built and warmed up: their garbage is the first the limit applies to.
-  limitHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel, undefined, config.tracing !== undefined);
   // Until the server listens, whatever fails is a start-up failure: one stderr line, exit 1.
   const failedToStart = (error: unknown): never => {

@@ -317,16 +317,3 @@ describe('OpenTelemetry configuration', () => {
     );
   });
 });
-
-describe('HEAP_GROWTH_PERCENT', () => {
-  it('is 25 unless set; 0 leaves the policy to V8', () => {
-    expect(loadConfig({}).heapGrowthPercent).toBe(25);
-    expect(loadConfig({ NODE_ENV: 'production', SANDBOX: 'true' }).heapGrowthPercent).toBe(25);
-    expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).heapGrowthPercent).toBe(0);
-    expect(loadConfig({ HEAP_GROWTH_PERCENT: '100' }).heapGrowthPercent).toBe(100);
-  });
-
-  it.each(['-1', '301', '1.5', 'half'])('refuses HEAP_GROWTH_PERCENT=%j naming it', (value) => {
-    expect(() => loadConfig({ HEAP_GROWTH_PERCENT: value })).toThrow(/^HEAP_GROWTH_PERCENT: /);
-  });
-});
