@@ -34,7 +34,7 @@ export interface TxtResolver {
 
 export interface TxtResolverOptions {
   /** `host[:port]` entries as Resolver#setServers takes them; undefined: the system's. */
-  servers: string[] | undefined;
+  servers?: string[] | undefined;
   /** Total for all tries. */
   timeoutMs: number;
   tries: number;

@@ -1,0 +1,431 @@
+// Every environment variable the facade reads, each declared once, nested as Config is. The few
+// values that follow from several variables are computed from these in src/config.ts.
+import { z } from 'zod';
+import {
+  bearerTokens,
+  bool,
+  corsHeaders,
+  dnsServers,
+  forwardHeaders,
+  host,
+  int,
+  keyValues,
+  LOG_LEVELS,
+  manifestFile,
+  origins,
+  otlpProtocol,
+  otlpUrl,
+  ratio,
+  redisUrl,
+  sampler,
+  tracesExporter,
+  upstreamUrl,
+  workers,
+} from './values.js';
+import { variable } from './variable.js';
+
+const MiB = 1024 * 1024;
+const DAY_S = 86_400;
+
+export const settingsSchema = z.object({
+  port: variable('PORT', int(0, 65535).default(4000), {
+    section: 'server',
+    doc: 'port the facade listens on',
+  }),
+  host: variable('HOST', host.optional(), {
+    section: 'server',
+    doc: 'address it binds',
+    default: "unset: all interfaces (Node's default, `::` or `0.0.0.0`)",
+    accepted: 'an IP address or a host name',
+  }),
+  server: z.object({
+    requestTimeoutMs: variable('REQUEST_TIMEOUT_MS', int(1_000, 600_000).default(30_000), {
+      section: 'server',
+      doc: 'time a client has to send one whole request, headers and body; the headers alone get at most 10 s (or this, if less). Past it the answer is HTTP 408 and the connection is closed. Checked every second ([operations](operations.md#connections))',
+    }),
+    maxConnections: variable('MAX_CONNECTIONS', int(1, 1_000_000).default(1_000), {
+      section: 'server',
+      doc: 'open connections per process (each worker has its own); a new one past it is closed at once, unanswered ([operations](operations.md#connections))',
+    }),
+  }),
+  metricsPort: variable('METRICS_PORT', int(0, 65535).optional(), {
+    section: 'server',
+    doc: 'serve `/metrics` on this port (on `HOST` too) instead of the GraphQL port, which then answers 404 there; with `WORKERS` above 1 the primary serves it, for every worker ([operations](operations.md#metrics))',
+    default: 'unset: the GraphQL port',
+    accepted: '0–65535, not `PORT`',
+  }),
+  workers: variable('WORKERS', workers.optional(), {
+    section: 'server',
+    doc: 'worker processes sharing the port (`node:cluster`); `1` runs one process, no cluster ([operations](operations.md#workers))',
+    default: 'unset: `1`; every available core (`auto`) with `NODE_ENV=production`',
+    accepted:
+      "a whole number 1–256, or `auto` (`os.availableParallelism()`: the machine's cores, not a container's CPU limit)",
+  }),
+  nodeEnv: variable('NODE_ENV', z.string().trim().optional(), {
+    section: 'server',
+    doc: '`production` hides field suggestions ("Did you mean …?") in validation messages, and refuses to start without `UPSTREAM_URL` unless `SANDBOX=true`',
+    accepted: 'any string; only `production` changes anything',
+  }),
+
+  upstreamUrl: variable('UPSTREAM_URL', upstreamUrl.optional(), {
+    section: 'upstream',
+    doc: 'base URL of the REST API; a path prefix is kept, trailing slashes are dropped',
+    default: 'unset: the built-in sandbox (in production only with `SANDBOX=true`)',
+    accepted:
+      'an `http` or `https` URL with a host, a port (if any) of 1–65535, and no user name, password, query or fragment',
+    secret: true,
+  }),
+  upstream: z.object({
+    apiKey: variable('UPSTREAM_API_KEY', z.string().trim().min(1).optional(), {
+      section: 'upstream',
+      doc: "the facade's own upstream credential (service-key mode): sent as `Authorization: Bearer <key>` instead of the caller's header",
+      default: "unset: forward the caller's `Authorization`",
+      accepted: 'any non-empty string',
+      secret: true,
+    }),
+    timeoutMs: variable('UPSTREAM_TIMEOUT_MS', int(1, 600_000).default(10_000), {
+      section: 'upstream',
+      doc: 'time allowed for one upstream call, retries included',
+    }),
+    devServerTimeoutMs: variable('DEV_SERVER_TIMEOUT_MS', int(1, 600_000).default(60_000), {
+      section: 'upstream',
+      doc: 'the same for `requestDevServer`, which starts machines',
+    }),
+    connections: variable('UPSTREAM_CONNECTIONS', int(1, 1024).default(32), {
+      section: 'upstream',
+      doc: 'keep-alive connections in the upstream pool',
+    }),
+    maxResponseBytes: variable('UPSTREAM_MAX_RESPONSE_BYTES', int(1024).default(8 * MiB), {
+      section: 'upstream',
+      doc: 'the largest upstream answer accepted; a larger one is `UPSTREAM_BAD_RESPONSE`',
+      default: '`8388608` (8 MiB)',
+    }),
+    retries: variable('UPSTREAM_RETRIES', int(0, 10).default(2), {
+      section: 'upstream',
+      doc: 'retries of a failed read (GET only)',
+    }),
+    breakerThreshold: variable('BREAKER_THRESHOLD', int(0, 1000).default(5), {
+      section: 'upstream',
+      doc: "consecutive upstream faults on one route that open that route's circuit; `0` turns the breaker off",
+    }),
+    breakerCooldownMs: variable('BREAKER_COOLDOWN_MS', int(1, 600_000).default(5_000), {
+      section: 'upstream',
+      doc: 'how long an open circuit fails fast before one trial call',
+    }),
+  }),
+  clientTokens: variable('CLIENT_TOKENS', bearerTokens.optional(), {
+    section: 'upstream',
+    doc: "bearer tokens callers must present in service-key mode; refused without `UPSTREAM_API_KEY`, where the caller's `Authorization` goes upstream and no token would be checked",
+    accepted:
+      'a list of at least one token, each what a caller can send after `Bearer ` (RFC 6750 token68: letters, digits, `-._~+/`, then `=` padding)',
+    secret: true,
+  }),
+  allowAnonymousServiceKey: variable('ALLOW_ANONYMOUS_SERVICE_KEY', bool.default(false), {
+    section: 'upstream',
+    doc: '`true` lets service-key mode run without a client check; a `warn` line says so at every start',
+    default: '`false`: refuse to start',
+  }),
+  forwardHeaders: variable(
+    'FORWARD_HEADERS',
+    forwardHeaders.default(() => []),
+    {
+      section: 'upstream',
+      doc: "request headers passed on, as they came, to every upstream call besides `Authorization` and the request id (a tenant or language header, say); nothing else of the caller's is forwarded. Pages in `CORS_ORIGINS` may send them",
+      default: 'unset: none',
+      accepted:
+        "a list of header names, matched case-insensitively; never `cookie`, `set-cookie`, a hop-by-hop header (`connection`, `keep-alive`, `te`, `trailer`, `transfer-encoding`, `upgrade`, `proxy-*`), `host`, `content-length`, `content-encoding`, an identity a caller could spoof (`forwarded`, `x-forwarded-*`, `x-real-ip`, `x-client-ip`, `true-client-ip`, `cf-connecting-ip`), the facade's own headers (`x-facade-*`, the CSRF headers, `apollo-federation-include-trace`), or a header the facade sets itself (`authorization`, `x-request-id`, `accept`, `accept-encoding`, `content-type`, `expect`, `traceparent`, `tracestate`, `baggage`): naming one stops start-up with `FORWARD_HEADERS: must not name <header> (<why>)`",
+    },
+  ),
+  maxCoalescedRange: variable('MAX_COALESCED_RANGE', int(0, 100_000).default(200), {
+    section: 'upstream',
+    doc: 'pages of one request are merged into one upstream call when the covering range is at most this many items',
+  }),
+
+  dns: z.object({
+    servers: variable('DNS_SERVERS', dnsServers.optional(), {
+      section: 'dns',
+      doc: 'resolvers for TXT look-ups',
+      default: "unset: the system's",
+      accepted:
+        'a list of at least one `IP[:port]` entry, e.g. `1.1.1.1,[::1]:5353`; host names are refused (c-ares takes IP addresses only)',
+    }),
+    timeoutMs: variable('DNS_TIMEOUT_MS', int(1, 60_000).default(3_000), {
+      section: 'dns',
+      doc: 'time allowed for one look-up, all tries together; each try gets `DNS_TIMEOUT_MS / DNS_TRIES`',
+    }),
+    tries: variable('DNS_TRIES', int(1, 10).default(2), {
+      section: 'dns',
+      doc: 'tries per look-up',
+    }),
+    maxConcurrent: variable('DNS_MAX_CONCURRENT', int(1, 10_000).default(64), {
+      section: 'dns',
+      doc: 'look-ups in flight in the process (each holds a resolver channel and a socket until it ends); one more is not started: its field fails at once with `RATE_LIMITED` and `extensions.retryAfter: 1`. Each worker has its own',
+    }),
+  }),
+
+  maxPageSize: variable('MAX_PAGE_SIZE', int(1, 10_000).default(100), {
+    section: 'limits',
+    doc: 'the largest `limit` (`repositories`) and `first` (`repositoriesConnection`); more is `BAD_USER_INPUT` with no upstream call',
+  }),
+  maxUpstreamCalls: variable('MAX_UPSTREAM_CALLS', int(1, 10_000).default(20), {
+    section: 'limits',
+    doc: 'upstream calls one HTTP request (a whole batch) may cause; coalesced pages count once, a retried call counts once, and each distinct domain `domainDnsCheck` looks up counts as one; past it the remaining fields fail with `UPSTREAM_BUDGET_EXCEEDED`',
+  }),
+  limits: z.object({
+    maxDepth: variable('MAX_DEPTH', int(1, 1000).default(10), {
+      section: 'limits',
+      doc: 'deepest selection nesting of an operation (fragments flattened; `__schema` exempt)',
+    }),
+    maxTokens: variable('MAX_TOKENS', int(1, 1_000_000).default(2000), {
+      section: 'limits',
+      doc: 'lexical tokens in one document',
+    }),
+    maxAliases: variable('MAX_ALIASES', int(0, 10_000).default(15), {
+      section: 'limits',
+      doc: 'aliases in one operation',
+    }),
+    maxDirectives: variable('MAX_DIRECTIVES', int(0, 10_000).default(50), {
+      section: 'limits',
+      doc: 'directives in one operation',
+    }),
+    maxCost: variable('MAX_COST', int(1, 100_000_000).default(25_000), {
+      section: 'limits',
+      doc: 'estimated cost of one operation, with its variables (objects 2, scalars 1, ×1.5 per level, × `limit` / `first`)',
+    }),
+    maxBodyBytes: variable('MAX_BODY_BYTES', int(1, 100 * MiB).default(MiB), {
+      section: 'limits',
+      doc: 'largest HTTP request body; more is HTTP 413',
+      default: '`1048576` (1 MiB)',
+    }),
+    batchingLimit: variable('BATCHING_LIMIT', int(0, 100).default(0), {
+      section: 'limits',
+      doc: 'operations per batched (JSON array) request; `0` refuses batches',
+    }),
+    introspection: variable('INTROSPECTION', bool.default(true), {
+      section: 'limits',
+      doc: '`false` refuses `__schema` and `__type` (GraphiQL then has no docs)',
+    }),
+    subgraphSdl: variable('SUBGRAPH_SDL', bool.optional(), {
+      section: 'limits',
+      doc: 'whether `{ _service { sdl } }` (the subgraph SDL a federation gateway asks for) is answered',
+      default: 'unset: the same as `INTROSPECTION`',
+    }),
+  }),
+
+  rateLimit: z.object({
+    points: variable('RATE_LIMIT_POINTS', int(0, 1_000_000_000).default(60_000), {
+      section: 'rate-limits',
+      doc: 'requests per client per window; `0` turns rate limiting off',
+    }),
+    windowS: variable('RATE_LIMIT_WINDOW_S', int(1, DAY_S).default(60), {
+      section: 'rate-limits',
+      doc: 'the window, in seconds',
+    }),
+    // Unverified tokens are free to invent, so they cannot be the only key.
+    addressPoints: variable('RATE_LIMIT_ADDRESS_POINTS', int(0, 1_000_000_000).optional(), {
+      section: 'rate-limits',
+      doc: 'requests per address per window, whatever tokens they carry (verified `CLIENT_TOKENS` excepted); `0`: no per-address ceiling',
+      default: 'unset: `RATE_LIMIT_POINTS`',
+    }),
+    redisUrl: variable('REDIS_URL', redisUrl.optional(), {
+      section: 'rate-limits',
+      doc: 'Redis shared by every replica: the rate-limit counters and the APQ documents (one connection for both)',
+      default: 'unset: per-process memory',
+      accepted: 'a `redis://` or `rediss://` URL',
+      secret: true,
+    }),
+    trustProxy: variable('TRUST_PROXY', bool.default(false), {
+      section: 'rate-limits',
+      doc: "`true`: a client's address is the last `X-Forwarded-For` entry (one trusted proxy in front; an entry that is not an IP address is ignored); IPv6 addresses count by their `/64` either way",
+      default: "`false`: the socket's address",
+    }),
+  }),
+
+  graphiql: variable('GRAPHIQL', bool.optional(), {
+    section: 'browsers',
+    doc: 'serve GraphiQL to browsers at `/graphql`',
+    default: 'unset: `true`, `false` when `NODE_ENV=production`',
+  }),
+  corsOrigins: variable('CORS_ORIGINS', origins.optional(), {
+    section: 'browsers',
+    doc: "origins whose pages may call the facade, with any client's default settings; the CSRF rule is built on it ([operations](operations.md#browsers-cors-and-csrf))",
+    default: 'unset: same origin only',
+    accepted:
+      'a list of origins exactly as browsers send them (`https://app.example.com`: scheme, host and port, no path, no trailing slash), or `https://*.example.com` for every subdomain (not over a whole top-level domain)',
+  }),
+  corsAllowedHeaders: variable(
+    'CORS_ALLOWED_HEADERS',
+    corsHeaders.default(() => []),
+    {
+      section: 'browsers',
+      doc: 'request headers those pages may send beyond the built-in set (`authorization`, `content-type`, `accept`, `x-request-id`, `traceparent`, `tracestate`, `baggage`, `apollographql-client-name`, `apollographql-client-version` and the CSRF headers)',
+      default: 'unset: the built-in set',
+      accepted: 'a list of header names (RFC 9110 tokens), matched case-insensitively',
+    },
+  ),
+
+  persistedDocuments: z.object({
+    documents: variable('PERSISTED_DOCUMENTS', manifestFile.optional(), {
+      section: 'persisted-documents',
+      doc: 'path of a trusted-documents manifest: a JSON object of document id → document text, the `persisted-documents.json` that `@graphql-codegen/client-preset` writes with `persistedDocuments: true`. Read and checked once, at start-up',
+      default: 'unset: no trusted documents',
+      accepted:
+        "a readable file holding a non-empty JSON object; each id 1–128 letters, digits or `_.:-`; each document a string that parses as GraphQL; an id of 64 hex digits, bare or after `sha256:` (the preset's default), must be the SHA-256 of its document",
+    }),
+    only: variable('PERSISTED_DOCUMENTS_ONLY', bool.default(false), {
+      section: 'persisted-documents',
+      doc: "`true`: run nothing but the manifest's documents. A document sent as text (APQ's registration included) is `PERSISTED_QUERY_ONLY` (HTTP 400), an unknown id `PERSISTED_QUERY_NOT_FOUND`; APQ is off",
+      default:
+        "`false`: the manifest's documents by id, and any other document as text or by APQ hash",
+      accepted: 'a boolean; `true` needs `PERSISTED_DOCUMENTS`',
+    }),
+  }),
+  apq: z.object({
+    cacheBytes: variable('APQ_CACHE_BYTES', int(0, 1024 * MiB).default(8 * MiB), {
+      section: 'persisted-documents',
+      doc: "APQ documents kept in each process's memory, least recently used out first, bounded by their total length (hash and text); with `REDIS_URL` this is the cache in front of Redis",
+      default: '`8388608` (8 MiB)',
+      accepted: '0–1073741824 (0: nothing kept in memory)',
+    }),
+    ttlS: variable('APQ_TTL_S', int(1, 30 * DAY_S).default(DAY_S), {
+      section: 'persisted-documents',
+      doc: "with `REDIS_URL`: how long Redis keeps an APQ document after its last use (its upload, or a read that missed the process's memory)",
+      default: '`86400` (a day)',
+    }),
+    redisBytes: variable('APQ_REDIS_BYTES', int(0, 1024 * MiB).default(64 * MiB), {
+      section: 'persisted-documents',
+      doc: "with `REDIS_URL`: the bound of APQ's own key space in Redis, counting each document's text and hash and an allowance for Redis's own overhead per entry; past it, APQ's least recently used documents are evicted, never another key ([operations](operations.md#redis-rate-limits-and-apq))",
+      default: '`67108864` (64 MiB)',
+      accepted: '0–1073741824 (0: nothing kept in Redis)',
+    }),
+  }),
+
+  logLevel: variable('LOG_LEVEL', z.enum(LOG_LEVELS).default('info'), {
+    section: 'operations',
+    doc: 'level of the JSON log on stdout',
+    accepted: LOG_LEVELS.map((level) => `\`${level}\``).join(', '),
+  }),
+  shutdownGraceMs: variable('SHUTDOWN_GRACE_MS', int(0, 600_000).default(25_000), {
+    section: 'operations',
+    doc: 'on SIGTERM or SIGINT, how long requests in flight may take to finish',
+  }),
+  warmUpMs: variable('WARM_UP_MS', int(0, 120_000).optional(), {
+    section: 'operations',
+    doc: 'how long each process may warm its request path before it listens (so before `/health` and `/readiness` answer): up to 20,000 representative requests through the serving app over loopback, against an in-process stand-in for the upstream, with no upstream call, request line, rate-limit point, span or metric left behind ([operations](operations.md#health-and-readiness)); `0` turns it off',
+    default: '`10000` with `NODE_ENV=production`, else `0`',
+  }),
+  readinessCheckUpstream: variable('READINESS_CHECK_UPSTREAM', bool.default(false), {
+    section: 'operations',
+    doc: '`true`: `/readiness` also needs a TCP connection to the upstream',
+  }),
+  debugToken: variable(
+    'DEBUG_TOKEN',
+    z.string().trim().min(16, 'must be at least 16 characters').optional(),
+    {
+      section: 'operations',
+      doc: 'in production, a caller that sends it in `x-facade-debug` gets `extensions.upstreamCalls` (the REST calls behind its answer; see [observability.md](observability.md#the-rest-calls-behind-an-answer)); outside production every answer has it and the token is not needed',
+      default: 'unset: never shown in production',
+      accepted: 'at least 16 characters; never echoed in a start-up error',
+      secret: true,
+    },
+  ),
+  federatedTracing: variable('FEDERATED_TRACING', bool.default(false), {
+    section: 'operations',
+    doc: "`true`: a request with `apollo-federation-include-trace: ftv1` gets `extensions.ftv1` (Apollo's federated trace); off by default because the plugin wraps every field's resolver, which costs every request ([performance.md](performance.md#federated-tracing-ftv1))",
+  }),
+
+  // OpenTelemetry's own variables, as its specification defines them (only the trace exporter's).
+  otel: z.object({
+    endpoint: variable('OTEL_EXPORTER_OTLP_ENDPOINT', otlpUrl.optional(), {
+      section: 'tracing',
+      doc: 'base URL of an OTLP/HTTP collector; spans go to `<endpoint>/v1/traces`',
+      default: 'unset: no export',
+      accepted: 'an http(s) URL; never echoed in a start-up error',
+      secret: true,
+    }),
+    tracesEndpoint: variable('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', otlpUrl.optional(), {
+      section: 'tracing',
+      doc: 'the full URL spans are sent to, used as given; wins over the one above',
+      accepted: 'an http(s) URL; never echoed',
+      secret: true,
+    }),
+    protocol: variable('OTEL_EXPORTER_OTLP_PROTOCOL', otlpProtocol.default('http/protobuf'), {
+      section: 'tracing',
+      doc: 'the encoding',
+      accepted: '`http/protobuf`, `http/json` (gRPC is not built in)',
+    }),
+    tracesProtocol: variable('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', otlpProtocol.optional(), {
+      section: 'tracing',
+      doc: 'the encoding of the spans; wins over the one above',
+      default: 'unset: `OTEL_EXPORTER_OTLP_PROTOCOL`',
+      accepted: '`http/protobuf`, `http/json` (gRPC is not built in)',
+    }),
+    headers: variable('OTEL_EXPORTER_OTLP_HEADERS', keyValues.optional(), {
+      section: 'tracing',
+      doc: 'headers of the export requests, such as an API key',
+      accepted: '`key=value,key2=value2`, values percent-encoded; never echoed',
+      secret: true,
+    }),
+    tracesHeaders: variable('OTEL_EXPORTER_OTLP_TRACES_HEADERS', keyValues.optional(), {
+      section: 'tracing',
+      doc: 'headers of the span export requests; both apply, this one wins per key',
+      accepted: '`key=value,key2=value2`, values percent-encoded; never echoed',
+      secret: true,
+    }),
+    serviceName: variable('OTEL_SERVICE_NAME', z.string().trim().min(1).max(255).optional(), {
+      section: 'tracing',
+      doc: '`service.name` of the spans',
+      default: '`service.name` of `OTEL_RESOURCE_ATTRIBUTES`, else `graphql-rest-facade`',
+      accepted: '1–255 characters',
+    }),
+    resourceAttributes: variable('OTEL_RESOURCE_ATTRIBUTES', keyValues.optional(), {
+      section: 'tracing',
+      doc: 'further resource attributes (`deployment.environment=prod,team=web`)',
+      accepted: '`key=value` pairs, values percent-encoded',
+    }),
+    sampler: variable('OTEL_TRACES_SAMPLER', sampler.default('parentbased_always_on'), {
+      section: 'tracing',
+      doc: 'which traces are recorded',
+      default: "`parentbased_always_on` (the caller's decision, else all)",
+      accepted:
+        '`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off`, `parentbased_traceidratio`',
+    }),
+    samplerRatio: variable('OTEL_TRACES_SAMPLER_ARG', ratio.default(1), {
+      section: 'tracing',
+      doc: 'the ratio of the `traceidratio` samplers',
+      accepted: '0–1',
+    }),
+    exporter: variable('OTEL_TRACES_EXPORTER', tracesExporter.default('otlp'), {
+      section: 'tracing',
+      doc: '`none` turns export off',
+      accepted: '`otlp`, `none`',
+    }),
+    sdkDisabled: variable('OTEL_SDK_DISABLED', bool.default(false), {
+      section: 'tracing',
+      doc: '`true` turns export off',
+    }),
+  }),
+
+  useSandbox: variable('SANDBOX', bool.optional(), {
+    section: 'sandbox',
+    doc: '`true` asks for the embedded sandbox (required for it in production; refused together with `UPSTREAM_URL`); `false` refuses it, so `UPSTREAM_URL` must be set',
+    default: 'unset: the sandbox when `UPSTREAM_URL` is unset, outside production',
+  }),
+  sandbox: z.object({
+    repositories: variable('SANDBOX_REPOSITORIES', int(0, 1_000_000).default(50), {
+      section: 'sandbox',
+      doc: 'repositories per account in the embedded sandbox',
+    }),
+    port: variable('SANDBOX_PORT', int(0, 65535).default(0), {
+      section: 'sandbox',
+      doc: 'port of the embedded sandbox',
+      default: '`0` (any free port)',
+    }),
+    faults: variable('SANDBOX_FAULTS', bool.default(false), {
+      section: 'sandbox',
+      doc: '`true` enables fault injection (`PUT <sandbox>/__sandbox/faults/<METHOD>/<path>`); for tests',
+    }),
+  }),
+});
+
+export type Settings = z.output<typeof settingsSchema>;
