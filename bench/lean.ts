@@ -6,9 +6,9 @@
 import { createServer } from 'node:http';
 import { createApp, type Layer } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/observability/logger.js';
-import { createMetrics } from '../src/observability/metrics.js';
-import { createRateLimiter } from '../src/plugins/request/use-rate-limit.js';
+import { createRateLimiter } from '../src/security/use-rate-limit.js';
+import { createLogger } from '../src/telemetry/logger.js';
+import { createMetrics } from '../src/telemetry/metrics.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 
 const omitted = (process.env.BENCH_OMIT ?? '').split(',').filter(Boolean);

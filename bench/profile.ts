@@ -27,11 +27,11 @@ const INTERVAL_US = 250;
 const GROUPS: ReadonlyArray<[row: string, file: RegExp]> = [
   [
     'request log and metrics (pino, prom-client, the request-log and metrics plugins)',
-    /node_modules\/(pino|sonic-boom|prom-client|fast-redact|@pinojs)\/|dist\/src\/observability\/|use-request-log|use-metrics/,
+    /node_modules\/(pino|sonic-boom|prom-client|fast-redact|@pinojs)\/|dist\/src\/telemetry\/(?!use-(tracing|upstream-calls))|dist\/src\/http\/(health|use-metrics)\.js/,
   ],
   [
     "the facade's other plugins (CSRF and CORS, rate limit, limits, cost, APQ, @defer, compression)",
-    /dist\/src\/plugins\/|node_modules\/(rate-limiter-flexible|@escape\.tech|@graphql-yoga\/plugin-[^/]+)\//,
+    /dist\/src\/(http|security|telemetry)\/|dist\/src\/credentials\.js|node_modules\/(rate-limiter-flexible|@escape\.tech|@graphql-yoga\/plugin-[^/]+)\//,
   ],
   [
     'schema and resolvers (Pothos and its validation)',

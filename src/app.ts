@@ -5,38 +5,34 @@ import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
 import { maskError } from './errors.js';
-import { createHealth, type Health } from './observability/health.js';
-import { type Logger, silentLogger, yogaLogger } from './observability/logger.js';
-import { createMetrics, type Metrics } from './observability/metrics.js';
-import type { Tracing } from './observability/tracing.js';
-import { type ApqStore, createMemoryApqStore, useApq } from './plugins/request/use-apq.js';
-import { useBodySizeLimit } from './plugins/request/use-body-size.js';
-import { createTokenMatcher, useClientTokens } from './plugins/request/use-client-tokens.js';
-import {
-  corsOptions,
-  createOriginMatcher,
-  useCsrfPrevention,
-} from './plugins/request/use-csrf-cors.js';
-import { useGraphiQL } from './plugins/request/use-graphiql.js';
-import { useMediaType } from './plugins/request/use-media-type.js';
-import { type MetricsSource, registrySource, useMetrics } from './plugins/request/use-metrics.js';
-import { type RateLimiter, useRateLimit } from './plugins/request/use-rate-limit.js';
-import { useReadiness } from './plugins/request/use-readiness.js';
-import { DOCUMENT_ID_PARAM, useTrustedDocuments } from './plugins/request/use-trusted-documents.js';
-import { useCacheControl } from './plugins/result/use-cache-control.js';
-import { useCompression } from './plugins/result/use-compression.js';
-import { useRequestLog } from './plugins/result/use-request-log.js';
-import { useTracing } from './plugins/result/use-tracing.js';
-import { useUpstreamCalls } from './plugins/result/use-upstream-calls.js';
-import { useCost } from './plugins/validation/use-cost.js';
+import { createHealth, type Health } from './http/health.js';
+import { useBodySizeLimit } from './http/use-body-size.js';
+import { useCacheControl } from './http/use-cache-control.js';
+import { useCompression } from './http/use-compression.js';
+import { corsOptions, createOriginMatcher, useCsrfPrevention } from './http/use-csrf-cors.js';
+import { useGraphiQL } from './http/use-graphiql.js';
 import {
   useIncrementalDelivery,
   usesIncrementalDelivery,
-} from './plugins/validation/use-incremental-delivery.js';
-import { useLimits } from './plugins/validation/use-limits.js';
-import { useListLimits } from './plugins/validation/use-list-limits.js';
-import { useOperationTypes } from './plugins/validation/use-operation-types.js';
+} from './http/use-incremental-delivery.js';
+import { useMediaType } from './http/use-media-type.js';
+import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
+import { useReadiness } from './http/use-readiness.js';
 import { schema } from './schema/index.js';
+import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';
+import { createTokenMatcher, useClientTokens } from './security/use-client-tokens.js';
+import { useCost } from './security/use-cost.js';
+import { useLimits } from './security/use-limits.js';
+import { useListLimits } from './security/use-list-limits.js';
+import { useOperationTypes } from './security/use-operation-types.js';
+import { type RateLimiter, useRateLimit } from './security/use-rate-limit.js';
+import { DOCUMENT_ID_PARAM, useTrustedDocuments } from './security/use-trusted-documents.js';
+import { type Logger, silentLogger, yogaLogger } from './telemetry/logger.js';
+import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import type { Tracing } from './telemetry/tracing.js';
+import { useRequestLog } from './telemetry/use-request-log.js';
+import { useTracing } from './telemetry/use-tracing.js';
+import { useUpstreamCalls } from './telemetry/use-upstream-calls.js';
 import type { UpstreamClient } from './upstream/client.js';
 
 export interface AppDeps {

@@ -6,26 +6,8 @@ import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
 import { createApp, PATHS } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { VERSION } from './observability/build-info.js';
-import { createHealth, type Health } from './observability/health.js';
-import { createLogger, type Logger } from './observability/logger.js';
-import { createMetrics } from './observability/metrics.js';
-import type { Tracing } from './observability/tracing.js';
-import {
-  type ApqStore,
-  createMemoryApqStore,
-  createRedisApqStore,
-} from './plugins/request/use-apq.js';
-import {
-  type MetricsSource,
-  metricsListener,
-  registrySource,
-} from './plugins/request/use-metrics.js';
-import {
-  createRateLimiter,
-  divertible,
-  type RateLimiter,
-} from './plugins/request/use-rate-limit.js';
+import { createHealth, type Health } from './http/health.js';
+import { type MetricsSource, metricsListener, registrySource } from './http/use-metrics.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
 import { compileHttpParser } from './process/memory.js';
 import {
@@ -36,6 +18,12 @@ import {
 } from './process/startup-errors.js';
 import { warmUp } from './process/warm-up.js';
 import { connectRedis } from './redis.js';
+import { type ApqStore, createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
+import { createRateLimiter, divertible, type RateLimiter } from './security/use-rate-limit.js';
+import { VERSION } from './telemetry/build-info.js';
+import { createLogger, type Logger } from './telemetry/logger.js';
+import { createMetrics } from './telemetry/metrics.js';
+import type { Tracing } from './telemetry/tracing.js';
 import { UpstreamClient } from './upstream/client.js';
 
 /** Before any logger exists (the log level is configuration too), and for start-up failures. */
@@ -208,7 +196,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
   // Before the server exists: the server span comes from patching node:http. Without an
   // endpoint the SDK is not even loaded.
   const tracing = config.tracing
-    ? await (await import('./observability/tracing.js')).startTracing(config.tracing, [
+    ? await (await import('./telemetry/tracing.js')).startTracing(config.tracing, [
         PATHS.health,
         PATHS.readiness,
         PATHS.metrics,

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Logger } from './observability/logger.js';
+import type { Logger } from './telemetry/logger.js';
 
 /**
  * The one Redis connection of a process (REDIS_URL), shared by the rate limit and the APQ store.

@@ -2,8 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
-import type { Logger } from '../observability/logger.js';
-import type { MetricsSource } from '../plugins/request/use-metrics.js';
+import type { MetricsSource } from '../http/use-metrics.js';
+import type { Logger } from '../telemetry/logger.js';
 
 // The messages between the primary and its workers. prom-client and rate-limiter-flexible use the
 // same IPC channel with messages of their own, so every one of ours carries this type prefix.

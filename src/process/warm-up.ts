@@ -9,14 +9,11 @@ import { Kind, OperationTypeNode, parse } from 'graphql';
 import { Pool } from 'undici';
 import { PATHS } from '../app.js';
 import type { Config } from '../config.js';
-import { type Logger, muteRequestLines } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { Tracing } from '../observability/tracing.js';
-import {
-  createRateLimiter,
-  type DivertibleRateLimiter,
-} from '../plugins/request/use-rate-limit.js';
-import { DOCUMENT_ID_PARAM } from '../plugins/request/use-trusted-documents.js';
+import { createRateLimiter, type DivertibleRateLimiter } from '../security/use-rate-limit.js';
+import { DOCUMENT_ID_PARAM } from '../security/use-trusted-documents.js';
+import { type Logger, muteRequestLines } from '../telemetry/logger.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { close, listen, origin } from './loopback.js';
 

@@ -10,7 +10,7 @@ import {
 import { Agent, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
-import { childTraceHeaders, type TraceContext } from '../observability/trace-context.js';
+import { childTraceHeaders, type TraceContext } from '../telemetry/trace-context.js';
 import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
 import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Agent, type Dispatcher } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES, type ErrorCode } from '../../src/errors.js';
-import { createLogger } from '../../src/observability/logger.js';
+import { createLogger } from '../../src/telemetry/logger.js';
 import {
   createHarness,
   type GraphQLResponse,

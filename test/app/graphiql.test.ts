@@ -2,7 +2,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { graphiqlTabs } from '../../src/plugins/request/graphiql-tabs.js';
+import { graphiqlTabs } from '../../src/http/graphiql-tabs.js';
 import { schema } from '../../src/schema/index.js';
 import { useDnsHarness } from '../helpers/harness.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type UpstreamError, upstreamHttpError } from '../../src/errors.js';
-import { createLogger } from '../../src/observability/logger.js';
+import { createLogger } from '../../src/telemetry/logger.js';
 import { type BreakerState, CircuitOpenError, createBreaker } from '../../src/upstream/breaker.js';
 import { CallBudget } from '../../src/upstream/budget.js';
 import { cancelledError } from '../../src/upstream/responses.js';

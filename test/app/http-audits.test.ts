@@ -1,6 +1,6 @@
 import { type AuditResult, serverAudits } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRateLimiter } from '../../src/plugins/request/use-rate-limit.js';
+import { createRateLimiter } from '../../src/security/use-rate-limit.js';
 import { useHarness } from '../helpers/harness.js';
 import { type Listening, listen } from '../helpers/net.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/observability/logger.js';
+import { createLogger } from '../../src/telemetry/logger.js';
 import { postGraphQL, upstreamRequests, useDnsHarness } from '../helpers/harness.js';
 
 type Payload = {

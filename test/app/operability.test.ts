@@ -1,8 +1,8 @@
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { createHealth } from '../../src/observability/health.js';
-import { createLogger, yogaLogger } from '../../src/observability/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
+import { createHealth } from '../../src/http/health.js';
+import { createLogger, yogaLogger } from '../../src/telemetry/logger.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 type LogLine = Record<string, unknown> & { msg: string; level: string };

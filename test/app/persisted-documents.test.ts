@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { APQ_MAX_DOCUMENT_BYTES, createMemoryApqStore } from '../../src/plugins/request/use-apq.js';
+import { APQ_MAX_DOCUMENT_BYTES, createMemoryApqStore } from '../../src/security/use-apq.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
 // The id @graphql-codegen/client-preset writes: `sha256:` and the hex digest of the document.

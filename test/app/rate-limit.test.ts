@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createRateLimiter, type RateLimiter } from '../../src/plugins/request/use-rate-limit.js';
+import { createRateLimiter, type RateLimiter } from '../../src/security/use-rate-limit.js';
 import {
   type ConfigOverrides,
   postGraphQL,

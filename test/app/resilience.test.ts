@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fault } from '../../sandbox/server.js';
 import { UpstreamError } from '../../src/errors.js';
-import { createMetrics } from '../../src/observability/metrics.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
 import { CircuitOpenError, createBreaker } from '../../src/upstream/breaker.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { createHarness, upstreamRequests, useHarness } from '../helpers/harness.js';

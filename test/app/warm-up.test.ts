@@ -6,10 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../sandbox/server.js';
 import { createApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
-import { createRateLimiter, divertible } from '../../src/plugins/request/use-rate-limit.js';
 import { warmUp } from '../../src/process/warm-up.js';
+import { createRateLimiter, divertible } from '../../src/security/use-rate-limit.js';
+import { createLogger } from '../../src/telemetry/logger.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 
 /** The serving app as main.ts builds it, with a log that keeps its lines and a real limiter. */

@@ -4,9 +4,9 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisApqStore } from '../../src/plugins/request/use-apq.js';
-import { createRateLimiter } from '../../src/plugins/request/use-rate-limit.js';
 import { connectRedis } from '../../src/redis.js';
+import { createRedisApqStore } from '../../src/security/use-apq.js';
+import { createRateLimiter } from '../../src/security/use-rate-limit.js';
 import { useHarness } from '../helpers/harness.js';
 import { freePort, waitForPort } from '../helpers/net.js';
 import { startFacade } from '../helpers/process.js';
@@ -42,7 +42,7 @@ async function getByHash(app: App, hash: string) {
 
 const codeOf = (body: Body) => body.errors?.[0]?.extensions?.code;
 
-// APQ's key space in Redis (src/plugins/request/use-apq.ts).
+// APQ's key space in Redis (src/security/use-apq.ts).
 const DOCUMENTS = 'graphql-facade:apq:documents';
 const USED = 'graphql-facade:apq:used';
 const BYTES = 'graphql-facade:apq:bytes';

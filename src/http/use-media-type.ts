@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import { FacadeError } from '../../errors.js';
+import { FacadeError } from '../errors.js';
 
 /** What Yoga's result processors can answer in (JSON, server-sent events, multipart). */
 const ANSWER_TYPES = [

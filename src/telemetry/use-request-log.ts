@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { acceptedRequestId, type Context } from '../../context.js';
-import { type Logger, logUnexpectedErrors, REQUEST_MESSAGE } from '../../observability/logger.js';
-import type { ClientIdentity, Metrics } from '../../observability/metrics.js';
+import { acceptedRequestId, type Context } from '../context.js';
+import { type Logger, logUnexpectedErrors, REQUEST_MESSAGE } from './logger.js';
+import type { ClientIdentity, Metrics } from './metrics.js';
 
 interface RequestState {
   started: number;

@@ -7,7 +7,7 @@ import {
 } from '@opentelemetry/api';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Tracing } from '../../observability/tracing.js';
+import type { Tracing } from './tracing.js';
 
 // Each operation's spans ride on the operation's own context object (one per operation of a
 // batch), which Yoga hands to every phase.

@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import { addVary } from './vary.js';
+import { addVary } from './headers.js';
 
 /**
  * `Cache-Control: private, no-store` on every answer, whatever its path (Yoga also serves GraphQL

@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import { FacadeError } from '../../errors.js';
+import { FacadeError } from '../errors.js';
 
 const tooLarge = (limit: number) =>
   new FacadeError('BAD_USER_INPUT', `Request body too large: more than ${limit} bytes`, {

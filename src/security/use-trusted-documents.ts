@@ -1,6 +1,6 @@
 import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
-import { FacadeError } from '../../errors.js';
+import { FacadeError } from '../errors.js';
 
 /** Yoga's request parameter for a document id; POST bodies carry it, GET has it in the URL. */
 export const DOCUMENT_ID_PARAM = 'documentId';

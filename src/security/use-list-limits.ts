@@ -9,7 +9,7 @@ import {
   typeFromAST,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { BadUserInputError, type InputIssue } from '../../errors.js';
+import { BadUserInputError, type InputIssue } from '../errors.js';
 
 /** A list of items of a type that declares no `extensions.maxItems`. */
 export const DEFAULT_MAX_ITEMS = 1000;

@@ -89,7 +89,7 @@ export function createLogger(
   return logger;
 }
 
-/** The message of the request log's lines (src/plugins/result/use-request-log.ts). */
+/** The message of the request log's lines (src/telemetry/use-request-log.ts). */
 export const REQUEST_MESSAGE = 'request';
 // As pino writes it: a field's value cannot forge it, since JSON escapes the quotes in strings.
 const REQUEST_LINE_MARK = `"msg":"${REQUEST_MESSAGE}"`;

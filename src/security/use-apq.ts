@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
-import { FacadeError } from '../../errors.js';
-import type { Logger } from '../../observability/logger.js';
+import { FacadeError } from '../errors.js';
+import type { Logger } from '../telemetry/logger.js';
 
 /**
  * The longest document APQ keeps, in UTF-8 bytes. A longer one still runs when it is valid, but

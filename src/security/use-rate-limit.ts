@@ -8,11 +8,11 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
-import type { Config } from '../../config.js';
-import { FacadeError } from '../../errors.js';
-import type { Logger } from '../../observability/logger.js';
-import { connectRedis } from '../../redis.js';
-import { bearerToken, tokenId } from './bearer-token.js';
+import type { Config } from '../config.js';
+import { bearerToken, tokenId } from '../credentials.js';
+import { FacadeError } from '../errors.js';
+import { connectRedis } from '../redis.js';
+import type { Logger } from '../telemetry/logger.js';
 
 export interface RateLimiter {
   readonly store: 'memory' | 'redis';

@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import type { Health } from '../../observability/health.js';
+import type { Health } from './health.js';
 
 /**
  * Answers `path` with 200 when ready, 503 when not; while draining it marks every answer

@@ -1,5 +1,5 @@
 import type { Plugin, YogaServerOptions } from 'graphql-yoga';
-import { FacadeError } from '../../errors.js';
+import { FacadeError } from '../errors.js';
 
 /**
  * Any of these headers marks a request as sent by code that could set headers, which a plain

@@ -1,7 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../../context.js';
-import type { CompletedCall } from '../../upstream/client.js';
-import { createTokenMatcher } from '../request/use-client-tokens.js';
+import type { Context } from '../context.js';
+import { createTokenMatcher } from '../security/use-client-tokens.js';
+import type { CompletedCall } from '../upstream/client.js';
 
 /** The header a caller presents DEBUG_TOKEN in. */
 export const DEBUG_HEADER = 'x-facade-debug';

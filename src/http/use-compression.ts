@@ -10,8 +10,8 @@ import {
   type ZlibOptions,
 } from 'node:zlib';
 import type { Plugin } from 'graphql-yoga';
-import { chooseEncoding } from '../request/use-graphiql.js';
-import { addVary } from './vary.js';
+import { addVary } from './headers.js';
+import { chooseEncoding } from './use-graphiql.js';
 
 const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Plugin } from 'graphql-yoga';
-import { FacadeError } from '../../errors.js';
-import { bearerToken } from './bearer-token.js';
+import { bearerToken } from '../credentials.js';
+import { FacadeError } from '../errors.js';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 

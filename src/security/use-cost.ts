@@ -10,7 +10,7 @@ import {
 } from 'graphql';
 import { type ComplexityEstimator, getComplexity } from 'graphql-query-complexity';
 import type { Plugin } from 'graphql-yoga';
-import { boundMessage, FacadeError } from '../../errors.js';
+import { boundMessage, FacadeError } from '../errors.js';
 
 // graphql-armor's cost model, kept so MAX_COST keeps its meaning: a scalar costs 1, an object 2
 // plus 1.5 times its selection, and a list field's whole cost is multiplied by the page it asks

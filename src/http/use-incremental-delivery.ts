@@ -1,7 +1,7 @@
 import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
 import { BREAK, type DocumentNode, Kind, visit } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { FacadeError } from '../../errors.js';
+import { FacadeError } from '../errors.js';
 
 const INCREMENTAL = new Set(['defer', 'stream']);
 const seen = new WeakMap<DocumentNode, boolean>();
