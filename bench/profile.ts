@@ -31,7 +31,7 @@ const GROUPS: ReadonlyArray<[row: string, file: RegExp]> = [
   ],
   [
     "the facade's other plugins (CSRF and CORS, rate limit, limits, cost, APQ, @defer, compression)",
-    /dist\/src\/(http|security|telemetry)\/|dist\/src\/credentials\.js|node_modules\/(rate-limiter-flexible|@escape\.tech|@graphql-yoga\/plugin-[^/]+)\//,
+    /dist\/src\/(http|security|telemetry)\/|dist\/src\/(credentials|documents)\.js|node_modules\/(rate-limiter-flexible|@escape\.tech|@graphql-yoga\/plugin-[^/]+)\//,
   ],
   [
     'schema and resolvers (Pothos and its validation)',

@@ -1,9 +1,15 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
-import { type DocumentNode, Kind, parse } from 'graphql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
+import { createTokenMatcher } from './credentials.js';
+import {
+  DOCUMENT_ID_PARAM,
+  hasOneOperation,
+  operationNames,
+  usesIncrementalDelivery,
+} from './documents.js';
 import { maskError } from './errors.js';
 import { createHealth, type Health } from './http/health.js';
 import { useBodySizeLimit } from './http/use-body-size.js';
@@ -11,22 +17,19 @@ import { useCacheControl } from './http/use-cache-control.js';
 import { useCompression } from './http/use-compression.js';
 import { corsOptions, createOriginMatcher, useCsrfPrevention } from './http/use-csrf-cors.js';
 import { useGraphiQL } from './http/use-graphiql.js';
-import {
-  useIncrementalDelivery,
-  usesIncrementalDelivery,
-} from './http/use-incremental-delivery.js';
+import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
 import { useReadiness } from './http/use-readiness.js';
 import { schema } from './schema/index.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';
-import { createTokenMatcher, useClientTokens } from './security/use-client-tokens.js';
+import { useClientTokens } from './security/use-client-tokens.js';
 import { useCost } from './security/use-cost.js';
 import { useLimits } from './security/use-limits.js';
 import { useListLimits } from './security/use-list-limits.js';
 import { useOperationTypes } from './security/use-operation-types.js';
 import { type RateLimiter, useRateLimit } from './security/use-rate-limit.js';
-import { DOCUMENT_ID_PARAM, useTrustedDocuments } from './security/use-trusted-documents.js';
+import { useTrustedDocuments } from './security/use-trusted-documents.js';
 import { type Logger, silentLogger, yogaLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import type { Tracing } from './telemetry/tracing.js';
@@ -80,27 +83,6 @@ export type Layer =
   | 'jit'
   | 'upstreamCalls'
   | 'parseCache';
-
-/** A document of one operation (fragments aside): the only kind graphql-jit may run here. */
-function hasOneOperation(document: DocumentNode): boolean {
-  let operations = 0;
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.OPERATION_DEFINITION && ++operations > 1) return false;
-  }
-  return true;
-}
-
-/** The names of the operations the trusted documents define. */
-function operationNames(documents: Iterable<string>): Set<string> {
-  const names = new Set<string>();
-  for (const text of documents) {
-    for (const definition of parse(text, { noLocation: true }).definitions) {
-      if (definition.kind === Kind.OPERATION_DEFINITION && definition.name)
-        names.add(definition.name.value);
-    }
-  }
-  return names;
-}
 
 /** The routes the facade answers; everything else is 404. */
 export const PATHS = {

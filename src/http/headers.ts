@@ -1,3 +1,20 @@
+// What several HTTP plugins negotiate or write the same way: the content encoding, and Vary.
+
+export type Encoding = 'br' | 'gzip' | 'identity';
+
+/** The encoding to send for an Accept-Encoding header: br, then gzip, unless refused with q=0. */
+export function chooseEncoding(acceptEncoding: string | null): Encoding {
+  const quality = new Map<string, number>();
+  for (const entry of (acceptEncoding ?? '').split(',')) {
+    const [name = '', ...params] = entry.split(';').map((part) => part.trim().toLowerCase());
+    const q = params.find((param) => param.startsWith('q='));
+    const value = q === undefined ? 1 : Number(q.slice(2));
+    if (name !== '') quality.set(name, Number.isNaN(value) ? 0 : value);
+  }
+  const accepts = (name: string) => (quality.get(name) ?? quality.get('*') ?? 0) > 0;
+  return accepts('br') ? 'br' : accepts('gzip') ? 'gzip' : 'identity';
+}
+
 /**
  * Adds `name` to a response's Vary unless it is listed already. Written with `set`, never
  * `append`: whatwg-node keeps a response's headers as the plain object Yoga built them in until

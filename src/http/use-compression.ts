@@ -10,8 +10,7 @@ import {
   type ZlibOptions,
 } from 'node:zlib';
 import type { Plugin } from 'graphql-yoga';
-import { addVary } from './headers.js';
-import { chooseEncoding } from './use-graphiql.js';
+import { addVary, chooseEncoding } from './headers.js';
 
 const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);

@@ -3,11 +3,10 @@ import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import type { Plugin } from 'graphql-yoga';
 import { graphiqlTabs } from './graphiql-tabs.js';
+import { chooseEncoding, type Encoding } from './headers.js';
 
 const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
-
-type Encoding = 'br' | 'gzip' | 'identity';
 
 /** The page in each encoding, each with its own ETag: they are different representations. */
 type Page = Record<Encoding, { etag: string; body: ArrayBuffer }>;
@@ -43,19 +42,6 @@ export function patchGraphiQL(html: string): string {
   return html
     .replace(OPERATION_NAME_FIX.find, OPERATION_NAME_FIX.replace)
     .replace('</head>', `${TAB_FIX}</head>`);
-}
-
-/** The encoding to send for an Accept-Encoding header: br, then gzip, unless refused with q=0. */
-export function chooseEncoding(acceptEncoding: string | null): Encoding {
-  const quality = new Map<string, number>();
-  for (const entry of (acceptEncoding ?? '').split(',')) {
-    const [name = '', ...params] = entry.split(';').map((part) => part.trim().toLowerCase());
-    const q = params.find((param) => param.startsWith('q='));
-    const value = q === undefined ? 1 : Number(q.slice(2));
-    if (name !== '') quality.set(name, Number.isNaN(value) ? 0 : value);
-  }
-  const accepts = (name: string) => (quality.get(name) ?? quality.get('*') ?? 0) > 0;
-  return accepts('br') ? 'br' : accepts('gzip') ? 'gzip' : 'identity';
 }
 
 /** Whether an If-None-Match header names `etag` (weak comparison, as RFC 9110 asks for here). */

@@ -1,30 +1,7 @@
 import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
-import { BREAK, type DocumentNode, Kind, visit } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { usesIncrementalDelivery } from '../documents.js';
 import { FacadeError } from '../errors.js';
-
-const INCREMENTAL = new Set(['defer', 'stream']);
-const seen = new WeakMap<DocumentNode, boolean>();
-
-/**
- * Whether a document asks for incremental delivery (`@defer` or `@stream` anywhere in it). Parsed
- * documents are cached by Yoga and reused, so the answer is kept per document.
- */
-export function usesIncrementalDelivery(document: DocumentNode): boolean {
-  let found = seen.get(document);
-  if (found === undefined) {
-    found = false;
-    visit(document, {
-      [Kind.DIRECTIVE](node) {
-        if (!INCREMENTAL.has(node.name.value)) return undefined;
-        found = true;
-        return BREAK;
-      },
-    });
-    seen.set(document, found);
-  }
-  return found;
-}
 
 const PARTS_TYPES = ['multipart/mixed', 'text/event-stream', 'multipart/*', 'text/*', '*/*'];
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
+import { persistedQueryHash } from '../documents.js';
 import { FacadeError } from '../errors.js';
 import type { Logger } from '../telemetry/logger.js';
 
@@ -193,14 +194,6 @@ export function createRedisApqStore(
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
-function apqHashOf(params: GraphQLParams): string | undefined {
-  const persisted = (params.extensions as { persistedQuery?: unknown } | undefined)
-    ?.persistedQuery as { version?: unknown; sha256Hash?: unknown } | undefined;
-  return persisted?.version === 1 && typeof persisted.sha256Hash === 'string'
-    ? persisted.sha256Hash
-    : undefined;
-}
-
 // 200, as Apollo's protocol has it: clients read the code from the body and resend the document.
 const notFound = () =>
   new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
@@ -230,7 +223,7 @@ export function useApq(store: ApqStore): Plugin {
   const checked = new WeakMap<Request, Map<string, string>>();
   return {
     async onParams({ params, request, setParams }) {
-      const hash = apqHashOf(params);
+      const hash = persistedQueryHash(params);
       if (hash === undefined) return;
       const { query } = params;
       if (query == null) {
@@ -248,7 +241,7 @@ export function useApq(store: ApqStore): Plugin {
     },
     onValidate({ context }) {
       const { request, params } = context as { request?: Request; params?: GraphQLParams };
-      const hash = params && apqHashOf(params);
+      const hash = params && persistedQueryHash(params);
       const documents = request && checked.get(request);
       const document = hash && documents?.get(hash);
       if (!hash || !document || document !== params?.query) return;

@@ -1,9 +1,7 @@
 import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
+import { DOCUMENT_ID_PARAM, persistedQueryHash } from '../documents.js';
 import { FacadeError } from '../errors.js';
-
-/** Yoga's request parameter for a document id; POST bodies carry it, GET has it in the URL. */
-export const DOCUMENT_ID_PARAM = 'documentId';
 
 export interface TrustedDocumentsOptions {
   /** id -> document text, as @graphql-codegen/client-preset's persisted-documents.json has it. */
@@ -24,15 +22,7 @@ export function documentIdOf(params: GraphQLParams, request: Request): string | 
     const fromUrl = new URL(request.url, 'http://localhost').searchParams.get(DOCUMENT_ID_PARAM);
     if (fromUrl) return fromUrl;
   }
-  return apqHashOf(params);
-}
-
-function apqHashOf(params: GraphQLParams): string | undefined {
-  const persisted = (params.extensions as { persistedQuery?: unknown } | undefined)
-    ?.persistedQuery as { version?: unknown; sha256Hash?: unknown } | undefined;
-  return persisted?.version === 1 && typeof persisted.sha256Hash === 'string'
-    ? persisted.sha256Hash
-    : undefined;
+  return persistedQueryHash(params);
 }
 
 // A SHA-256 id, bare or after `sha256:`: the preset writes the prefixed form, while Apollo Client's
@@ -108,7 +98,7 @@ export function useTrustedDocuments({ documents, only }: TrustedDocumentsOptions
         const inUrl =
           request.method === 'GET' &&
           new URL(request.url, 'http://localhost').searchParams.has(DOCUMENT_ID_PARAM);
-        const hash = apqHashOf(params);
+        const hash = persistedQueryHash(params);
         const named = explicit || inUrl || (hash !== undefined && find(hash) !== undefined);
         if (!named) return;
       }

@@ -1,6 +1,6 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
-import { createTokenMatcher } from '../security/use-client-tokens.js';
+import { createTokenMatcher } from '../credentials.js';
 import type { CompletedCall } from '../upstream/client.js';
 
 /** The header a caller presents DEBUG_TOKEN in. */

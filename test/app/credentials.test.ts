@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createTokenMatcher } from '../../src/security/use-client-tokens.js';
+import { createTokenMatcher } from '../../src/credentials.js';
 import { createHarness, type Harness, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const QUERY = '{ repositories(limit: 5) { total items { id } } }';
