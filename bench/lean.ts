@@ -1,17 +1,19 @@
-// `npm run bench -- --attribution`'s facade with layers left out: the app main.ts builds (production
-// settings, the memory rate limit, request lines to stdout), with the layers named in BENCH_OMIT
-// (comma-separated: createApp's Layer names, and `rateLimit`) left out. Benchmark only, never
-// deployed: createApp's `omit` is not read from the environment anywhere else. Run compiled
-// (`npm run build` puts it in dist/bench/lean.js), as the facade is.
+// `npm run bench -- --attribution`'s facade with stages left out: the app main.ts builds (production
+// settings, the memory rate limit, request lines to stdout), without the stages named in BENCH_OMIT
+// (comma-separated names of src/app.ts's pipeline, and `parseCache` for Yoga's parse and
+// validation cache). The variants are built here, from the exported pipeline, so that the app
+// itself has no switch for them. Run compiled (`npm run build` puts it in dist/bench/lean.js), as
+// the facade is.
 import { createServer } from 'node:http';
-import { createApp, type Layer } from '../src/app.js';
+import { createYoga } from 'graphql-yoga';
+import { appOptions, createPipeline } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createRateLimiter } from '../src/security/use-rate-limit.js';
 import { createLogger } from '../src/telemetry/logger.js';
 import { createMetrics } from '../src/telemetry/metrics.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 
-const omitted = (process.env.BENCH_OMIT ?? '').split(',').filter(Boolean);
+const omitted = new Set((process.env.BENCH_OMIT ?? '').split(',').filter(Boolean));
 const config = loadConfig({ ...process.env, NODE_ENV: 'production' });
 const logger = createLogger(config.logLevel);
 const metrics = createMetrics({ processMetrics: true });
@@ -21,16 +23,24 @@ const client = new UpstreamClient({
   onCall: (call) => metrics.observeUpstreamCall(call),
   onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
 });
-const rateLimiter = omitted.includes('rateLimit')
-  ? undefined
-  : await createRateLimiter(config.rateLimit, logger);
-const app = createApp({
-  config,
-  client,
-  logger,
-  metrics,
-  rateLimiter,
-  omit: new Set(omitted.filter((name) => name !== 'rateLimit') as Layer[]),
+const rateLimiter = await createRateLimiter(config.rateLimit, logger);
+const deps = { config, client, logger, metrics, rateLimiter };
+const pipeline = createPipeline(deps);
+
+// A misspelt name would measure the whole app under another variant's name.
+const known = new Set([...pipeline.map((stage) => stage.name), 'parseCache']);
+for (const name of omitted) {
+  if (!known.has(name)) throw new Error(`BENCH_OMIT: no stage named ${name}`);
+}
+
+const app = createYoga({
+  ...appOptions(
+    deps,
+    pipeline.filter((stage) => !omitted.has(stage.name)),
+  ),
+  // CORS is measured with the CSRF check it accompanies.
+  ...(omitted.has('csrf') ? { cors: false } : {}),
+  ...(omitted.has('parseCache') ? { parserAndValidationCache: false } : {}),
 });
 const server = createServer(app);
 server.keepAliveTimeout = 30_000;

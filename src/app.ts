@@ -1,6 +1,6 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
-import { createYoga, type Plugin } from 'graphql-yoga';
+import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
 import { createTokenMatcher } from './credentials.js';
@@ -60,29 +60,7 @@ export interface AppDeps {
   metricsSource?: MetricsSource | null | undefined;
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
   tracing?: Tracing | undefined;
-  /**
-   * Benchmark only (bench/attribution.ts): layers left out to measure what each costs. Never
-   * set by main.ts or read from the environment; a production app has every layer.
-   */
-  omit?: ReadonlySet<Layer> | undefined;
 }
-
-/** The layers a benchmark may leave out (docs/performance.md, the attribution table). */
-export type Layer =
-  | 'requestLog'
-  | 'cacheControl'
-  | 'metrics'
-  | 'readiness'
-  | 'csrf'
-  | 'bodySize'
-  | 'mediaType'
-  | 'limits'
-  | 'operationTypes'
-  | 'listLimits'
-  | 'cost'
-  | 'jit'
-  | 'upstreamCalls'
-  | 'parseCache';
 
 /** The routes the facade answers; everything else is 404. */
 export const PATHS = {
@@ -93,128 +71,147 @@ export const PATHS = {
   metrics: '/metrics',
 } as const;
 
-export function createApp({
+/**
+ * One named step of the pipeline and the plugins it adds: none where the configuration turns it
+ * off.
+ */
+export interface Stage {
+  readonly name: string;
+  readonly plugins: readonly Plugin[];
+}
+
+function stage(name: string, plugins: Plugin | Plugin[] | false | null | undefined): Stage {
+  return { name, plugins: !plugins ? [] : Array.isArray(plugins) ? plugins : [plugins] };
+}
+
+/**
+ * graphql-jit: each validated document is compiled to a function once, cached per parsed
+ * document, so the cache is bounded by Yoga's parse cache. Yoga's own executor runs the rest: a
+ * document with @defer or @stream (graphql-jit has no incremental delivery), and one with several
+ * operations, since @envelop/graphql-jit caches the operation it compiled first by document alone
+ * and would answer that one whatever operationName a later request names.
+ */
+function useJit(): Plugin {
+  return useGraphQlJit(
+    {},
+    {
+      enableIf: (args) => !usesIncrementalDelivery(args.document) && hasOneOperation(args.document),
+    },
+  ) as Plugin;
+}
+
+/**
+ * The pipeline, in the order a request meets it. Order matters within a phase: the request log
+ * sees every request first; the cheap refusals (CSRF, rate limit, client token) run before the
+ * body is read; the document limits run before any resolver or upstream call; compression runs
+ * last, since it rebuilds the answer from the headers the others set.
+ */
+export function createPipeline({
   config,
-  client,
-  logger,
-  logError = logger ? () => {} : console.error,
+  logger = silentLogger(),
   metrics = createMetrics(),
   health = createHealth(),
   rateLimiter,
   apqStore,
   metricsSource = registrySource(metrics.registry),
   tracing,
-  omit,
-}: AppDeps) {
-  const layer = (name: Layer, ...plugins: Plugin[]) => (omit?.has(name) ? [] : plugins);
-  const log = logger ?? silentLogger();
+}: AppDeps): Stage[] {
+  const { documents, only } = config.persistedDocuments;
   const serviceKeyClients =
     config.upstream.apiKey && config.clientTokens?.length
       ? createTokenMatcher(config.clientTokens)
       : undefined;
-
-  const { documents, only } = config.persistedDocuments;
-  const trustedDocuments = documents ? { documents, only } : undefined;
-
-  // The pipeline, in the order a request meets it. Within a phase, order matters: the request
-  // log must see every request first; the cheap refusals (CSRF, rate limit, client token) run
-  // before the body is read; the document limits run before any resolver or upstream call.
-  const plugins: Plugin[] = [
-    // Around the whole request: its log line, metrics and response headers.
-    ...layer(
+  const { trustProxy } = config.rateLimit;
+  return [
+    // Around the whole request: its log line and metrics, and what every answer's headers say.
+    stage(
       'requestLog',
       useRequestLog({
-        logger: log,
+        logger,
         metrics,
         probePaths: [PATHS.health, PATHS.readiness, PATHS.metrics],
         trustedOperationNames: documents && operationNames(documents.values()),
       }),
     ),
-    ...layer('cacheControl', useCacheControl()),
-    // At request parsing: routes that are not GraphQL, then refusals before the body is read.
-    ...(metricsSource ? layer('metrics', useMetrics(metricsSource, PATHS.metrics)) : []),
-    ...layer('readiness', useReadiness(health, PATHS.readiness)),
-    ...(config.graphiql ? [useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' })] : []),
-    ...layer('csrf', useCsrfPrevention(createOriginMatcher(config.corsOrigins))),
-    ...(rateLimiter
-      ? [
-          useRateLimit(rateLimiter, {
-            trustProxy: config.rateLimit.trustProxy,
-            isAccepted: serviceKeyClients,
-          }),
-        ]
-      : []),
-    ...(serviceKeyClients ? [useClientTokens(serviceKeyClients)] : []),
-    ...layer('bodySize', useBodySizeLimit(config.limits.maxBodyBytes)),
-    ...layer('mediaType', useMediaType()),
-    // Once the parameters are read, before parsing: which document runs. A trusted document's
-    // id first; then APQ, unless only trusted documents run.
-    ...(trustedDocuments ? [useTrustedDocuments(trustedDocuments)] : []),
-    ...(config.apq.enabled
-      ? [useApq(apqStore ?? createMemoryApqStore(config.apq.cacheBytes))]
-      : []),
-    // At parse and validation: depth, tokens, aliases, directives, introspection.
-    ...layer('limits', ...useLimits(config)),
-    // At validation: only the operation types the schema has (no subscriptions).
-    ...layer('operationTypes', useOperationTypes()),
-    // At validation: @defer and @stream, and their rules.
-    ...useIncrementalDelivery(),
-    // Before execution and before anything coerces the variables (the cost does): lists no
-    // longer than their maximum.
-    ...layer('listLimits', useListLimits()),
-    // Before execution, with the variables: the cost, which grows with `limit` and `first`.
-    ...layer('cost', useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize })),
-    // At execution: each validated document is compiled to a function once, cached per parsed
-    // document, so the cache is bounded by Yoga's parse cache. Yoga's own executor runs the rest:
-    // a document with @defer or @stream (graphql-jit has no incremental delivery), and one with
-    // several operations, since @envelop/graphql-jit caches the operation it compiled first by
-    // document alone and would answer that one whatever operationName a later request names.
-    ...layer(
-      'jit',
-      useGraphQlJit(
-        {},
-        {
-          enableIf: (args) =>
-            !usesIncrementalDelivery(args.document) && hasOneOperation(args.document),
-        },
-      ) as Plugin,
+    stage('cacheControl', useCacheControl()),
+    // At request parsing: the routes that are not GraphQL, then refusals before the body is read.
+    stage('metrics', metricsSource && useMetrics(metricsSource, PATHS.metrics)),
+    stage('readiness', useReadiness(health, PATHS.readiness)),
+    stage(
+      'graphiql',
+      config.graphiql && useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' }),
     ),
+    stage('csrf', useCsrfPrevention(createOriginMatcher(config.corsOrigins))),
+    stage(
+      'rateLimit',
+      rateLimiter && useRateLimit(rateLimiter, { trustProxy, isAccepted: serviceKeyClients }),
+    ),
+    stage('clientTokens', serviceKeyClients && useClientTokens(serviceKeyClients)),
+    stage('bodySize', useBodySizeLimit(config.limits.maxBodyBytes)),
+    stage('mediaType', useMediaType()),
+    // Once the parameters are read, before parsing: which document runs. A trusted document's id
+    // first; then APQ, unless only trusted documents run.
+    stage('trustedDocuments', documents && useTrustedDocuments({ documents, only })),
+    stage(
+      'apq',
+      config.apq.enabled && useApq(apqStore ?? createMemoryApqStore(config.apq.cacheBytes)),
+    ),
+    // At parse and validation: depth, tokens, aliases, directives, introspection; the operation
+    // types the schema has (no subscriptions); @defer and @stream, and their rules.
+    stage('limits', useLimits(config)),
+    stage('operationTypes', useOperationTypes()),
+    stage('incrementalDelivery', useIncrementalDelivery()),
+    // Before execution: list lengths before anything coerces the variables (the cost does), then
+    // the cost with the variables, which grows with `limit` and `first`.
+    stage('listLimits', useListLimits()),
+    stage('cost', useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize })),
+    stage('jit', useJit()),
     // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
-    ...layer(
+    stage(
       'upstreamCalls',
       useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     ),
-    // A gateway's federated tracing: `extensions.ftv1` when it sends
-    // `apollo-federation-include-trace: ftv1`, never otherwise. Opt-in: the plugin wraps every
-    // field's resolver, which costs every request, asked or not (docs/performance.md).
-    ...(config.federatedTracing ? [useApolloInlineTrace() as Plugin] : []),
+    // A gateway's `extensions.ftv1`, when it sends `apollo-federation-include-trace: ftv1`. Opt-in:
+    // the plugin wraps every field's resolver, which costs every request (docs/performance.md).
+    stage('federatedTracing', config.federatedTracing && (useApolloInlineTrace() as Plugin)),
     // Around parse, validate and execute: their spans, under the server span.
-    ...(tracing ? [useTracing(tracing, PATHS.graphql)] : []),
-    // Last, around the response: it rebuilds the answer from the headers the others set.
-    useCompression({ minBytes: 1024 }),
+    stage('tracing', tracing && useTracing(tracing, PATHS.graphql)),
+    // Last, around the response.
+    stage('compression', useCompression({ minBytes: 1024 })),
   ];
+}
 
-  return createYoga<Record<string, never>, RequestContext>({
+/**
+ * Yoga's options for the app, with the plugins of `pipeline` in order. The benchmark builds its
+ * variants from these with stages left out (bench/lean.ts); nothing else does.
+ */
+export function appOptions(
+  { config, client, logger, logError = logger ? () => {} : console.error, tracing }: AppDeps,
+  pipeline: readonly Stage[],
+): YogaServerOptions<Record<string, never>, RequestContext> {
+  return {
     schema,
     context: createContextFactory({ config, client, tracer: tracing?.tracer }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,
     landingPage: false,
-    logging: yogaLogger(log),
+    logging: yogaLogger(logger ?? silentLogger()),
     // A header the facade forwards is one an allowed page may send.
-    cors: omit?.has('csrf')
-      ? false
-      : corsOptions(config.corsOrigins, [...config.corsAllowedHeaders, ...config.forwardHeaders]),
+    cors: corsOptions(config.corsOrigins, [...config.corsAllowedHeaders, ...config.forwardHeaders]),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
-    ...(trustedDocuments ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
+    ...(config.persistedDocuments.documents ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
-    plugins,
-    ...(omit?.has('parseCache') ? { parserAndValidationCache: false } : {}),
+    plugins: pipeline.flatMap((stage) => stage.plugins),
     // Served by useGraphiQL, built once; Yoga's own renders the page on every view.
     graphiql: false,
     maskedErrors: {
       maskError: (error) => maskError(error, logError),
     },
-  });
+  };
+}
+
+/** The facade: Yoga running the pipeline. */
+export function createApp(deps: AppDeps) {
+  return createYoga(appOptions(deps, createPipeline(deps)));
 }
