@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
+import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
 import { incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
@@ -25,6 +26,12 @@ export interface RequestContext {
   requestId: string;
   /** The upstream calls this request made, for its log line and tests. */
   upstreamCalls: CompletedCall[];
+  /**
+   * This operation's spans, when spans are exported (src/telemetry/use-tracing.ts). Per operation,
+   * not per request: a batch's operations each have their own. Set before this context is built,
+   * on the same object.
+   */
+  operationSpans?: OperationSpans | undefined;
 }
 
 export type Context = YogaInitialContext & RequestContext;
@@ -38,22 +45,10 @@ export interface ContextDeps {
   tracer?: Tracer | undefined;
 }
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
-// The budget rides on the HTTP request, not on the context: Yoga builds one context per operation
-// of a batch, and a batch must not multiply MAX_UPSTREAM_CALLS by its length.
-const BUDGET = Symbol('upstreamBudget');
-type Budgeted = Request & { [BUDGET]?: CallBudget };
-
 function requestBudget(request: Request, limit: number): CallBudget {
-  const budgeted = request as Budgeted;
-  budgeted[BUDGET] ??= new CallBudget(limit);
-  return budgeted[BUDGET];
-}
-
-/** The caller's x-request-id when it is one we pass on (short, no spaces or control bytes). */
-export function acceptedRequestId(value: string | null): string | undefined {
-  return value && REQUEST_ID.test(value) ? value : undefined;
+  const state = requestState(request);
+  state.budget ??= new CallBudget(limit);
+  return state.budget;
 }
 
 /** The caller's headers among `names` (FORWARD_HEADERS), as they came. */

@@ -3,6 +3,7 @@ import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
 import { persistedQueryHash } from '../documents.js';
 import { FacadeError } from '../errors.js';
+import { requestState } from '../request-state.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /**
@@ -219,8 +220,6 @@ const mismatch = () =>
  * validated, so storing after validation would mean a plugin instance per request.
  */
 export function useApq(store: ApqStore): Plugin {
-  // Per request, since a batch carries several operations: hash -> the document sent with it.
-  const checked = new WeakMap<Request, Map<string, string>>();
   return {
     async onParams({ params, request, setParams }) {
       const hash = persistedQueryHash(params);
@@ -236,13 +235,15 @@ export function useApq(store: ApqStore): Plugin {
       if (typeof query !== 'string') return;
       if (createHash('sha256').update(query).digest('hex') !== hash) throw mismatch();
       if (Buffer.byteLength(query) > APQ_MAX_DOCUMENT_BYTES) return;
-      const documents = checked.get(request) ?? new Map<string, string>();
-      checked.set(request, documents.set(hash, query));
+      // Per request, since a batch carries several operations.
+      const state = requestState(request);
+      state.apqDocuments ??= new Map();
+      state.apqDocuments.set(hash, query);
     },
     onValidate({ context }) {
       const { request, params } = context as { request?: Request; params?: GraphQLParams };
       const hash = params && persistedQueryHash(params);
-      const documents = request && checked.get(request);
+      const documents = request && requestState(request).apqDocuments;
       const document = hash && documents?.get(hash);
       if (!hash || !document || document !== params?.query) return;
       documents?.delete(hash);

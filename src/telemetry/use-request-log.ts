@@ -1,34 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { acceptedRequestId, type Context } from '../context.js';
+import type { Context } from '../context.js';
+import { acceptedRequestId, type RequestLogRecord, requestState } from '../request-state.js';
 import { type Logger, logUnexpectedErrors, REQUEST_MESSAGE } from './logger.js';
 import type { ClientIdentity, Metrics } from './metrics.js';
-
-interface RequestState {
-  started: number;
-  path: string;
-  /** The caller's x-request-id, when it is one we accept. */
-  incomingId: string | undefined;
-  operationName: string | undefined;
-  operationType: string | undefined;
-  context: Context | undefined;
-  /** What the caller says it is (Apollo's client identity headers). */
-  client: ClientIdentity;
-  /** The operations executed (more than one in a batch), for the metrics. */
-  executed: Array<{ type: string | undefined; name: string | undefined }>;
-  codes: string[];
-  /** Set for an answer sent in parts (@defer, @stream): settles when its last part is sent. */
-  streamed: Promise<void> | undefined;
-}
-
-// The state rides on the Request itself, not in a WeakMap keyed by Request: a WeakMap's ephemeron
-// entries keep each request's context (and the upstream answers it holds) alive into the old
-// generation, which costs CPU and memory under load (docs/performance.md).
-const STATE = Symbol('requestLog');
-type Tracked = Request & { [STATE]?: RequestState };
-const stateOf = (request: Request | undefined): RequestState | undefined =>
-  (request as Tracked | undefined)?.[STATE];
 
 // A client name or version is a label, not a document: short, printable, or not kept.
 const CLIENT_FIELD = /^[\x20-\x7e]{1,64}$/;
@@ -94,7 +70,7 @@ export function useRequestLog({
   const probes = new Set(probePaths);
   return {
     onRequest({ request, url }) {
-      (request as Tracked)[STATE] = {
+      requestState(request).log = {
         started: performance.now(),
         path: url.pathname,
         // For requests refused before a context (and its request id) exists.
@@ -109,13 +85,13 @@ export function useRequestLog({
       };
     },
     onParams({ params, request }) {
-      const state = stateOf(request);
+      const state = requestState(request).log;
       if (state) state.operationName ??= params.operationName ?? undefined;
     },
     onParse() {
       // Named from the document as soon as it parses, so refused operations are named too.
       return ({ result, context }) => {
-        const state = stateOf(context.request);
+        const state = requestState(context.request).log;
         if (!state || result instanceof Error || !result) return;
         const operation = getOperationAST(result, context.params?.operationName);
         state.operationName ??= operation?.name?.value;
@@ -124,7 +100,7 @@ export function useRequestLog({
     },
     onExecute({ args }) {
       const context = args.contextValue as Context;
-      const state = stateOf(context.request);
+      const state = requestState(context.request).log;
       if (!state) return;
       state.context = context;
       const operation = getOperationAST(args.document, args.operationName);
@@ -162,11 +138,11 @@ export function useRequestLog({
       };
     },
     onResultProcess({ request, result }) {
-      const state = stateOf(request);
+      const state = requestState(request).log;
       if (state && !(Symbol.asyncIterator in result)) state.codes.push(...errorCodes(result));
     },
     onResponse({ request, response }) {
-      const state = stateOf(request);
+      const state = requestState(request).log;
       if (!state) return;
       const requestId = state.context?.requestId ?? state.incomingId ?? randomUUID();
       response.headers.set('x-request-id', requestId);
@@ -176,7 +152,7 @@ export function useRequestLog({
     },
   };
 
-  function writeLine(state: RequestState, request: Request, status: number, requestId: string) {
+  function writeLine(state: RequestLogRecord, request: Request, status: number, requestId: string) {
     const seconds = (performance.now() - state.started) / 1000;
     // A client that went away reads no answer: its errors (upstream calls cut short) are not
     // the facade's or the upstream's and must not show up as such.

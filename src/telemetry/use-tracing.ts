@@ -7,19 +7,12 @@ import {
 } from '@opentelemetry/api';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import type { Context } from '../context.js';
 import type { Tracing } from './tracing.js';
 
 // Each operation's spans ride on the operation's own context object (one per operation of a
 // batch), which Yoga hands to every phase.
-const SPANS = Symbol('tracing');
-interface OperationSpans {
-  operation: Span;
-  /** The operation span's context: the parent of its phases. */
-  context: OtelContext;
-  validate?: Span;
-}
-type Traced = Record<PropertyKey, unknown> & { [SPANS]?: OperationSpans };
-const spansOf = (context: unknown) => (context as Traced)[SPANS];
+const spansOf = (context: unknown) => (context as Partial<Context>).operationSpans;
 
 /** Runs `wrapped` as `span`'s child context, and ends `span` when it has settled. */
 function within<T>(span: Span, parent: OtelContext, wrapped: () => T): T {
@@ -55,7 +48,7 @@ export function useTracing(tracing: Tracing, graphqlEndpoint: string): Plugin {
       operation({ context }, wrapped) {
         const parent = otelContext.active();
         const operation = tracer.startSpan('graphql.operation', {}, parent);
-        (context as unknown as Traced)[SPANS] = {
+        (context as unknown as Partial<Context>).operationSpans = {
           operation,
           context: trace.setSpan(parent, operation),
         };

@@ -1,6 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
 import { createTokenMatcher } from '../credentials.js';
+import { requestState } from '../request-state.js';
 import type { CompletedCall } from '../upstream/client.js';
 
 /** The header a caller presents DEBUG_TOKEN in. */
@@ -25,9 +26,6 @@ export interface ShownCall {
   /** The fields whose data this call fetched; more than one when pages were shared. */
   fields?: readonly string[];
 }
-
-const SHOWN = Symbol('showUpstreamCalls');
-type Marked = Request & { [SHOWN]?: true };
 
 /** Attempts grouped into their logical calls, in the order the calls started. */
 export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
@@ -78,12 +76,12 @@ export function useUpstreamCalls({ production, debugToken }: UpstreamCallsOption
     onRequest({ request }) {
       const token = request.headers.get(DEBUG_HEADER) ?? undefined;
       const shown = production ? token !== undefined && isDebugToken?.(token) === true : true;
-      if (shown) (request as Marked)[SHOWN] = true;
+      if (shown) requestState(request).showsUpstreamCalls = true;
     },
     onExecute({ args }) {
       const context = args.contextValue as Context;
       // Before any resolver runs: the loaders keep field paths only when they will be shown.
-      if (!(context.request as Marked)[SHOWN]) return undefined;
+      if (!requestState(context.request).showsUpstreamCalls) return undefined;
       context.call.showCalls = true;
       return {
         // An answer in parts (@defer, @stream) shows them on its last part, when all are made.

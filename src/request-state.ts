@@ -1,0 +1,77 @@
+// The one typed record of an HTTP request that the stages share, the spans of an operation, and
+// the request id a caller may choose.
+import type { Context as OtelContext, Span } from '@opentelemetry/api';
+import type { Context } from './context.js';
+import type { ClientIdentity } from './telemetry/metrics.js';
+import type { CallBudget } from './upstream/budget.js';
+
+export interface OperationSpans {
+  operation: Span;
+  /** The operation span's context: the parent of its phases. */
+  context: OtelContext;
+  validate?: Span;
+}
+
+/**
+ * What the stages keep of one HTTP request, which the operations of a batch share: one typed record
+ * that every stage reads and writes through requestState(). It rides on the Request itself, not in
+ * a WeakMap keyed by Request: a WeakMap's ephemeron entries keep each request's context (and the
+ * upstream answers it holds) alive into the old generation, which costs CPU and memory under load
+ * (docs/performance.md).
+ */
+export interface RequestState {
+  /** The request log's record (src/telemetry/use-request-log.ts), from its first hook on. */
+  log: RequestLogRecord | undefined;
+  /**
+   * MAX_UPSTREAM_CALLS for the whole request: Yoga builds one context per operation of a batch,
+   * and a batch must not multiply the budget by its length.
+   */
+  budget: CallBudget | undefined;
+  /** The answer shows `extensions.upstreamCalls` (outside production, or for DEBUG_TOKEN). */
+  showsUpstreamCalls: boolean;
+  /** APQ: each hash sent with its document, checked against it, until the document validates. */
+  apqDocuments: Map<string, string> | undefined;
+}
+
+export interface RequestLogRecord {
+  started: number;
+  path: string;
+  /** The caller's x-request-id, when it is one we accept. */
+  incomingId: string | undefined;
+  operationName: string | undefined;
+  operationType: string | undefined;
+  context: Context | undefined;
+  /** What the caller says it is (Apollo's client identity headers). */
+  client: ClientIdentity;
+  /** The operations executed (more than one in a batch), for the metrics. */
+  executed: Array<{ type: string | undefined; name: string | undefined }>;
+  codes: string[];
+  /** Set for an answer sent in parts (@defer, @stream): settles when its last part is sent. */
+  streamed: Promise<void> | undefined;
+}
+
+const STATE = Symbol('requestState');
+type WithState = Request & { [STATE]?: RequestState };
+
+/** This request's record, made on first use: whichever stage asks first, the others see it. */
+export function requestState(request: Request): RequestState {
+  const carrier = request as WithState;
+  let state = carrier[STATE];
+  if (state === undefined) {
+    state = {
+      log: undefined,
+      budget: undefined,
+      showsUpstreamCalls: false,
+      apqDocuments: undefined,
+    };
+    carrier[STATE] = state;
+  }
+  return state;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** The caller's x-request-id when it is one we pass on (short, no spaces or control bytes). */
+export function acceptedRequestId(value: string | null): string | undefined {
+  return value && REQUEST_ID.test(value) ? value : undefined;
+}
