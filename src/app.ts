@@ -3,7 +3,7 @@ import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
 import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
-import { createTokenMatcher } from './credentials.js';
+import { createCredentialPolicy } from './credentials.js';
 import {
   DOCUMENT_ID_PARAM,
   hasOneOperation,
@@ -117,10 +117,7 @@ export function createPipeline({
   tracing,
 }: AppDeps): Stage[] {
   const { documents, only } = config.persistedDocuments;
-  const serviceKeyClients =
-    config.upstream.apiKey && config.clientTokens?.length
-      ? createTokenMatcher(config.clientTokens)
-      : undefined;
+  const { acceptsClient } = createCredentialPolicy(config);
   const { trustProxy } = config.rateLimit;
   return [
     // Around the whole request: its log line and metrics, and what every answer's headers say.
@@ -144,9 +141,9 @@ export function createPipeline({
     stage('csrf', useCsrfPrevention(createOriginMatcher(config.corsOrigins))),
     stage(
       'rateLimit',
-      rateLimiter && useRateLimit(rateLimiter, { trustProxy, isAccepted: serviceKeyClients }),
+      rateLimiter && useRateLimit(rateLimiter, { trustProxy, isAccepted: acceptsClient }),
     ),
-    stage('clientTokens', serviceKeyClients && useClientTokens(serviceKeyClients)),
+    stage('clientTokens', acceptsClient && useClientTokens(acceptsClient)),
     stage('bodySize', useBodySizeLimit(config.limits.maxBodyBytes)),
     stage('mediaType', useMediaType()),
     // Once the parameters are read, before parsing: which document runs. A trusted document's id

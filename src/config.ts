@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { variablesOf } from './config/variable.js';
 import { type Settings, settingsSchema } from './config/variables.js';
+import { credentialSettingsProblem } from './credentials.js';
 
 /** Thrown for a bad configuration value; main.ts prints its message as the one stderr line. */
 export class ConfigError extends Error {}
@@ -95,18 +96,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       'PERSISTED_DOCUMENTS_ONLY: true needs a manifest of trusted documents; set PERSISTED_DOCUMENTS to its path',
     );
   }
-  // Without a service key the caller's Authorization goes upstream as it came: it cannot also be
-  // one of the facade's client tokens, so the tokens would silently check nothing.
-  if (config.clientTokens?.length && !config.upstream.apiKey) {
-    throw new ConfigError(
-      "CLIENT_TOKENS: checked only in service-key mode; set UPSTREAM_API_KEY, or unset CLIENT_TOKENS to forward callers' own credentials",
-    );
-  }
-  if (config.upstream.apiKey && !config.clientTokens?.length && !config.allowAnonymousServiceKey) {
-    throw new ConfigError(
-      'UPSTREAM_API_KEY: service-key mode acts for every caller; set CLIENT_TOKENS, or ALLOW_ANONYMOUS_SERVICE_KEY=true to run without a client check',
-    );
-  }
+  const credentialsProblem = credentialSettingsProblem(config);
+  if (credentialsProblem) throw new ConfigError(credentialsProblem);
   return config;
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
+import { createCredentialPolicy } from './credentials.js';
 import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
 import { incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
@@ -51,27 +52,14 @@ function requestBudget(request: Request, limit: number): CallBudget {
   return state.budget;
 }
 
-/** The caller's headers among `names` (FORWARD_HEADERS), as they came. */
-function forwardedHeaders(
-  headers: Headers,
-  names: readonly string[],
-): Record<string, string> | undefined {
-  if (names.length === 0) return undefined;
-  const forwarded: Record<string, string> = {};
-  for (const name of names) {
-    const value = headers.get(name);
-    if (value !== null) forwarded[name] = value;
-  }
-  return forwarded;
-}
-
-/** Per request: a request id, the credential to forward and fresh loaders around the shared client. */
+/** Per request: a request id, what goes upstream of the caller's credentials, and fresh loaders. */
 export function createContextFactory({
   config,
   client,
   tracer,
   txtResolver = createTxtResolver(config.dns, tracer),
 }: ContextDeps) {
+  const credentials = createCredentialPolicy(config);
   // What the upstream's short answers taught about its page size, for every request's plans.
   const pageCap = createPageCap();
   return (initial: YogaInitialContext): RequestContext => {
@@ -79,16 +67,13 @@ export function createContextFactory({
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
     const upstreamCalls: CompletedCall[] = [];
     const call: CallContext = {
-      // In service-key mode the client substitutes its own key; the caller's is never forwarded.
-      authorization: config.upstream.apiKey
-        ? undefined
-        : (headers.get('authorization') ?? undefined),
+      authorization: credentials.upstreamAuthorization(headers),
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
       budget: requestBudget(initial.request, config.maxUpstreamCalls),
       trace: incomingTraceContext(headers),
-      forwarded: forwardedHeaders(headers, config.forwardHeaders),
+      forwarded: credentials.forwardedHeaders(headers),
     };
     return {
       config,

@@ -6,6 +6,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { Sandbox } from '../sandbox/server.js';
 import { createApp, PATHS } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { createCredentialPolicy } from './credentials.js';
 import { createHealth, type Health } from './http/health.js';
 import { type MetricsSource, metricsListener, registrySource } from './http/use-metrics.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
@@ -69,7 +70,8 @@ function safeOrigin(url: string): string {
 }
 
 function warnAboutCredentials(config: Config, logger: Logger): void {
-  if (config.upstream.apiKey && !config.clientTokens?.length) {
+  const credentials = createCredentialPolicy(config);
+  if (credentials.mode === 'service-key' && !credentials.acceptsClient) {
     logger.warn(
       "SERVICE-KEY MODE WITHOUT A CLIENT CHECK (ALLOW_ANONYMOUS_SERVICE_KEY=true): anyone who can reach this port acts with the facade's upstream key",
     );

@@ -9,6 +9,7 @@ import { Kind, OperationTypeNode, parse } from 'graphql';
 import { Pool } from 'undici';
 import { PATHS } from '../app.js';
 import type { Config } from '../config.js';
+import { createCredentialPolicy } from '../credentials.js';
 import { DOCUMENT_ID_PARAM } from '../documents.js';
 import { createRateLimiter, type DivertibleRateLimiter } from '../security/use-rate-limit.js';
 import { type Logger, muteRequestLines } from '../telemetry/logger.js';
@@ -186,8 +187,8 @@ function warmUpRequests(config: Config): WarmUpRequest[] {
           .filter(([, text]) => isQuery(text))
           .map(([id]) => ({ [DOCUMENT_ID_PARAM]: id }))
       : OPERATIONS;
-  const token = config.upstream.apiKey ? config.clientTokens?.[0] : undefined;
-  const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  const { ownAuthorization } = createCredentialPolicy(config);
+  const auth: Record<string, string> = ownAuthorization ? { authorization: ownAuthorization } : {};
   const requests: WarmUpRequest[] = [];
   for (const [i, body] of bodies.entries()) {
     for (const [j, headers] of CLIENT_HEADERS.entries()) {

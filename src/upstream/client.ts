@@ -72,6 +72,7 @@ export interface CompletedCall {
 
 /** What one GraphQL request brings to its upstream calls. */
 export interface CallContext {
+  /** The Authorization header to send: the credential policy's (src/credentials.ts), as given. */
   authorization?: string | undefined;
   requestId?: string | undefined;
   /** Aborted when the GraphQL client goes away. */
@@ -348,10 +349,7 @@ export class UpstreamClient {
     // First, so nothing the facade sets for the call can be replaced by a caller's header.
     const headers: Record<string, string> = { ...call.forwarded, accept: 'application/json' };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
-    const authorization = this.#options.apiKey
-      ? `Bearer ${this.#options.apiKey}`
-      : call.authorization;
-    if (authorization) headers.authorization = authorization;
+    if (call.authorization) headers.authorization = call.authorization;
     if (call.requestId) headers['x-request-id'] = call.requestId;
     // With an SDK the client span is the parent the upstream sees; without one, a span id of the
     // call's own under the caller's span.
