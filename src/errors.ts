@@ -58,14 +58,13 @@ export function truncate(text: string, max: number): string {
 // graphql-js and Yoga quote a caller's values in their messages (a variable's value, a parameter's
 // name): each quoted part is cut, and the message as a whole, so an answer cannot be made to
 // carry back megabytes of what was sent.
-const MAX_QUOTED = 64; // LONG_QUOTED keeps this many characters of a quoted part
 const MAX_MESSAGE = 1_000;
+// Keeps the first 64 characters of a quoted part.
 const LONG_QUOTED = /"((?:[^"\\]|\\.){64})(?:[^"\\]|\\.)+"/g;
 
 /** A message fit to return or log when parts of it may be the caller's. */
 export function boundMessage(message: string): string {
-  const cut = message.length > MAX_QUOTED ? message.replace(LONG_QUOTED, '"$1…"') : message;
-  return truncate(cut, MAX_MESSAGE);
+  return truncate(message.replace(LONG_QUOTED, '"$1…"'), MAX_MESSAGE);
 }
 
 export interface InputIssue {
@@ -210,7 +209,7 @@ export function maskError(error: unknown, log: (error: unknown) => void): Error 
         // Yoga's own request errors carry codes of their own (REQUEST_ENTITY_TOO_LARGE,
         // BAD_REQUEST); the contract promises one of its codes, and these are about the request.
         if (!CONTRACT_CODES.has(extensions.code)) extensions.code = 'BAD_USER_INPUT';
-        if (message !== error.message) error.message = message;
+        error.message = message;
         return error;
       }
       // graphql-jit's variable errors carry no extensions object at all: build the coded copy.
