@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { requestDevServer } from '../upstream/endpoints.js';
 import type { WireDevServer, WireDevServerRequest } from '../upstream/wire.js';
 import { builder } from './builder.js';
 
@@ -167,6 +168,7 @@ builder.mutationFields((t) => ({
     description:
       'Requests a dev server for a repository. Checked before any upstream call; never retried automatically.',
     args: { input: t.arg({ type: RequestDevServerInput, required: true }) },
-    resolve: (_root, { input }, ctx) => ctx.client.requestDevServer(toWireRequest(input), ctx.call),
+    resolve: (_root, { input }, ctx) =>
+      ctx.client.send(requestDevServer, toWireRequest(input), ctx.call),
   }),
 }));

@@ -1,4 +1,5 @@
 import { UpstreamError } from '../errors.js';
+import { createDomainVerification, verifyDomain } from '../upstream/endpoints.js';
 import type { WireDomainVerification } from '../upstream/wire.js';
 import { builder } from './builder.js';
 import { domainName, txtHost } from './domain-name.js';
@@ -104,7 +105,8 @@ builder.mutationFields((t) => ({
     description:
       'Creates a verification code for a domain; publish `dnsRecord`, then call verifyDomain.',
     args: { input: t.arg({ type: CreateDomainVerificationInput, required: true }) },
-    resolve: (_root, { input }, ctx) => ctx.client.createDomainVerification(input.domain, ctx.call),
+    resolve: (_root, { input }, ctx) =>
+      ctx.client.send(createDomainVerification, { domain: input.domain }, ctx.call),
   }),
   verifyDomain: t.field({
     type: DomainVerificationResultRef,
@@ -113,7 +115,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: VerifyDomainInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       try {
-        await ctx.client.verifyDomain(input.domain, ctx.call);
+        await ctx.client.send(verifyDomain, { domain: input.domain }, ctx.call);
         return { domain: input.domain, verified: true, message: null };
       } catch (error) {
         const status = error instanceof UpstreamError ? error.upstream.status : undefined;

@@ -14,7 +14,7 @@ import { childTraceHeaders, type TraceContext } from '../telemetry/trace-context
 import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
 import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
-import { decodeRepositoryList } from './repository-list.js';
+import type { Endpoint } from './endpoints.js';
 import {
   createRedact,
   cutOff,
@@ -27,13 +27,7 @@ import {
   retryDelay,
   toUpstreamError,
 } from './responses.js';
-import {
-  type Decoder,
-  type WireDevServerRequest,
-  wireDevServer,
-  wireDomainVerification,
-  zodDecoder,
-} from './wire.js';
+import type { Decoder } from './wire.js';
 
 type UpstreamSettings = Config['upstream'];
 
@@ -93,17 +87,23 @@ export interface CallContext {
   showCalls?: boolean | undefined;
 }
 
-interface Send<T> {
-  method: 'GET' | 'POST' | 'PUT';
+/** One call as it goes on the wire, built once for all its attempts. */
+interface Outgoing<Out> {
+  method: Endpoint<unknown, Out>['method'];
+  /** Method and path template: the route's name in metrics and spans, and its circuit's key. */
+  route: string;
+  /** The path template under the base URL's prefix, for spans. */
+  template: string;
+  /** The path to request: the template under the prefix, with the query string. */
   path: string;
-  body?: unknown;
-  decode: Decoder<T>;
-  timeoutMs?: number;
+  body: string | null;
+  decode: Decoder<Out> | null;
 }
 
 /**
- * The one HTTP client to the upstream: a keep-alive undici pool, a deadline per call, a cap on
- * answer size, retries for reads only, and the contract's status -> code mapping.
+ * The one HTTP client to the upstream: it sends any route of endpoints.ts through `send`, over a
+ * keep-alive undici pool, with a deadline per call, a cap on answer size, retries for the reads
+ * that declare them, a circuit per route, and the contract's status -> code mapping.
  */
 export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
@@ -142,60 +142,62 @@ export class UpstreamClient {
       });
   }
 
-  listRepositories(
-    page: { limit?: number | undefined; offset?: number | undefined },
-    call: CallContext,
-  ) {
-    const query = new URLSearchParams();
-    if (page.limit !== undefined) query.set('limit', String(page.limit));
-    if (page.offset !== undefined) query.set('offset', String(page.offset));
-    const search = query.size > 0 ? `?${query}` : '';
-    return this.#send(
-      {
-        method: 'GET',
-        path: `/git/v1/repo${search}`,
-        decode: decodeRepositoryList,
-      },
-      call,
-    );
+  /**
+   * Calls one route of endpoints.ts with `input` and resolves with its decoded answer; every
+   * failure is a coded UpstreamError (src/errors.ts), or UpstreamBudgetError past the budget. One
+   * logical call: its retries are part of it, for the budget and the deadline alike.
+   */
+  async send<In, Out>(endpoint: Endpoint<In, Out>, input: In, call: CallContext): Promise<Out> {
+    // Before anything else: past the budget no call starts, and its retries are part of it.
+    call.budget?.take();
+    const request = this.#outgoing(endpoint, input);
+    const timeoutMs = this.#options[endpoint.timeout];
+    const deadline = Date.now() + timeoutMs;
+    // One cancellation per call for both the deadline and the client going away.
+    const cancel = new CallCancel();
+    const timer = setTimeout(() => cancel.abort(new DeadlineError()), timeoutMs);
+    const onClientGone = () => cancel.abort(call.signal?.reason);
+    if (call.signal?.aborted) onClientGone();
+    else call.signal?.addEventListener('abort', onClientGone, { once: true });
+    // A write is never repeated behind the caller's back (the Endpoint type allows no retry).
+    const attempts = endpoint.retry ? this.#options.retries + 1 : 1;
+    const callId = ++this.#calls;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.#breakers.run(request.route, () =>
+            this.#attempt(request, call, cancel, timeoutMs, { callId, attempt }),
+          );
+        } catch (failure) {
+          // Anything but an UpstreamError is a defect of ours: reported, never retried.
+          if (!(failure instanceof UpstreamError)) throw failure;
+          const delay = retryDelay(failure, attempt);
+          if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline)
+            throw failure;
+          await cancel.sleep(delay).catch(() => {
+            throw toUpstreamError(cancel.reason, cancel, timeoutMs);
+          });
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+      call.signal?.removeEventListener('abort', onClientGone);
+    }
   }
 
-  createDomainVerification(domain: string, call: CallContext) {
-    return this.#send(
-      {
-        method: 'POST',
-        path: '/domains/v1/verifications',
-        body: { domain },
-        decode: decodeDomainVerification,
-      },
-      call,
-    );
-  }
-
-  /** Resolves on any 2xx (the answer's body is not specified); throws UpstreamError otherwise. */
-  async verifyDomain(domain: string, call: CallContext): Promise<void> {
-    await this.#send(
-      {
-        method: 'PUT',
-        path: '/domains/v1/verifications',
-        body: { domain },
-        decode: anyBody,
-      },
-      call,
-    );
-  }
-
-  requestDevServer(body: WireDevServerRequest, call: CallContext) {
-    return this.#send(
-      {
-        method: 'POST',
-        path: '/ephemeral/v1/dev-servers',
-        body,
-        decode: decodeDevServer,
-        timeoutMs: this.#options.devServerTimeoutMs,
-      },
-      call,
-    );
+  #outgoing<In, Out>(endpoint: Endpoint<In, Out>, input: In): Outgoing<Out> {
+    const template = this.#prefix + endpoint.path;
+    const body = endpoint.body?.(input);
+    return {
+      method: endpoint.method,
+      // The route names the endpoint, never its query string (a metrics label, a span name and the
+      // circuit breaker's key).
+      route: `${endpoint.method} ${endpoint.path}`,
+      template,
+      path: endpoint.query ? template + queryString(endpoint.query(input)) : template,
+      body: body === undefined ? null : JSON.stringify(body),
+      decode: endpoint.decode,
+    };
   }
 
   async close(): Promise<void> {
@@ -217,64 +219,24 @@ export class UpstreamClient {
     };
   }
 
-  async #send<T>(request: Send<T>, call: CallContext): Promise<T> {
-    // Before anything else: past the budget no call starts, and its retries are part of it.
-    call.budget?.take();
-    const timeoutMs = request.timeoutMs ?? this.#options.timeoutMs;
-    const deadline = Date.now() + timeoutMs;
-    // One cancellation per call for both the deadline and the client going away.
-    const cancel = new CallCancel();
-    const timer = setTimeout(() => cancel.abort(new DeadlineError()), timeoutMs);
-    const onClientGone = () => cancel.abort(call.signal?.reason);
-    if (call.signal?.aborted) onClientGone();
-    else call.signal?.addEventListener('abort', onClientGone, { once: true });
-    // POST and PUT change state: never repeated behind the caller's back.
-    const attempts = request.method === 'GET' ? this.#options.retries + 1 : 1;
-    const callId = ++this.#calls;
-    // The route names the endpoint, never its query string (a metrics label, a span name and the
-    // circuit breaker's key).
-    const route = `${request.method} ${request.path.split('?')[0]}`;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await this.#breakers.run(route, () =>
-            this.#attempt(request, call, cancel, timeoutMs, { callId, attempt, route }),
-          );
-        } catch (failure) {
-          // Anything but an UpstreamError is a defect of ours: reported, never retried.
-          if (!(failure instanceof UpstreamError)) throw failure;
-          const delay = retryDelay(failure, attempt);
-          if (attempt >= attempts || delay === undefined || Date.now() + delay >= deadline)
-            throw failure;
-          await cancel.sleep(delay).catch(() => {
-            throw toUpstreamError(cancel.reason, cancel, timeoutMs);
-          });
-        }
-      }
-    } finally {
-      clearTimeout(timer);
-      call.signal?.removeEventListener('abort', onClientGone);
-    }
-  }
-
   /** One HTTP exchange; it throws only coded UpstreamErrors, which the breaker judges. */
   async #attempt<T>(
-    request: Send<T>,
+    request: Outgoing<T>,
     call: CallContext,
     cancel: CallCancel,
     timeoutMs: number,
-    { callId, attempt, route }: { callId: number; attempt: number; route: string },
+    { callId, attempt }: { callId: number; attempt: number },
   ): Promise<T> {
     const started = performance.now();
-    const span = this.#options.tracer && this.#startSpan(route, request, call, attempt);
+    const span = this.#options.tracer && this.#startSpan(request, call, attempt);
     let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
     try {
       const response = await this.#dispatcher.request({
         origin: this.#origin,
-        path: this.#prefix + request.path,
+        path: request.path,
         method: request.method,
         headers: this.#headers(request, call, span),
-        body: request.body === undefined ? null : JSON.stringify(request.body),
+        body: request.body,
         signal: cancel,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
@@ -295,8 +257,8 @@ export class UpstreamClient {
           header(response.headers['retry-after']),
         );
       }
-      // The verify answer's body is not specified: any 2xx is the answer, whatever it holds.
-      if (request.decode === anyBody) return undefined as T;
+      // A route whose answer is not specified: any 2xx is the answer, whatever it holds.
+      if (request.decode === null) return undefined as T;
       return parseBody(text, request.decode, response.statusCode, this.#redact);
     } catch (error) {
       if (isDefect(error, cancel)) throw error;
@@ -306,7 +268,7 @@ export class UpstreamClient {
       throw failure;
     } finally {
       const completed: CompletedCall = {
-        route,
+        route: request.route,
         outcome,
         durationMs: performance.now() - started,
         requestId: call.requestId,
@@ -326,14 +288,14 @@ export class UpstreamClient {
    * the method and records the full URL (ids and query included), and cannot know the attempt or
    * how many resolver calls one request served, which only this client knows.
    */
-  #startSpan(route: string, request: Send<unknown>, call: CallContext, attempt: number): Span {
+  #startSpan(request: Outgoing<unknown>, call: CallContext, attempt: number): Span {
     return (this.#options.tracer as Tracer).startSpan(
-      route,
+      request.route,
       {
         kind: SpanKind.CLIENT,
         attributes: {
           'http.request.method': request.method,
-          'url.template': this.#prefix + request.path.split('?')[0],
+          'url.template': request.template,
           'server.address': this.#server.address,
           'server.port': this.#server.port,
           'facade.upstream.attempt': attempt,
@@ -345,10 +307,10 @@ export class UpstreamClient {
     );
   }
 
-  #headers(request: Send<unknown>, call: CallContext, span?: Span): Record<string, string> {
+  #headers(request: Outgoing<unknown>, call: CallContext, span?: Span): Record<string, string> {
     // First, so nothing the facade sets for the call can be replaced by a caller's header.
     const headers: Record<string, string> = { ...call.forwarded, accept: 'application/json' };
-    if (request.body !== undefined) headers['content-type'] = 'application/json';
+    if (request.body !== null) headers['content-type'] = 'application/json';
     if (call.authorization) headers.authorization = call.authorization;
     if (call.requestId) headers['x-request-id'] = call.requestId;
     // With an SDK the client span is the parent the upstream sees; without one, a span id of the
@@ -378,7 +340,11 @@ function isDefect(error: unknown, cancel: CallCancel): boolean {
   return typeof code !== 'string' && name !== 'AbortError';
 }
 
-// Marks a route whose 2xx body is not specified (and so not parsed).
-const anyBody: Decoder<unknown> = (json) => json;
-const decodeDomainVerification = zodDecoder(wireDomainVerification);
-const decodeDevServer = zodDecoder(wireDevServer);
+/** `?name=value&...` of the values given, or '' when none is. */
+function queryString(params: Readonly<Record<string, string | number | undefined>>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined) query.set(name, String(value));
+  }
+  return query.size > 0 ? `?${query}` : '';
+}

@@ -2,13 +2,11 @@ import DataLoader from 'dataloader';
 import { UpstreamBudgetError } from '../errors.js';
 import type { CallBudget } from './budget.js';
 import type { CallContext, UpstreamClient } from './client.js';
+import { listRepositories, type PageQuery } from './endpoints.js';
 import type { Repository, RepositoryList } from './repository-list.js';
 
 /** One page as a resolver asks for it; undefined means "not sent, the upstream's default". */
-export interface PageKey {
-  limit?: number | undefined;
-  offset?: number | undefined;
-}
+export type PageKey = PageQuery;
 
 export interface Loaders {
   repositoryPage: DataLoader<PageKey, RepositoryList, string>;
@@ -155,7 +153,7 @@ async function loadPages(
       calls: 1,
       load: async (unitCall: CallContext) => {
         const key = keys[index] as PageKey;
-        const page = await client.listRepositories(key, unitCall);
+        const page = await client.send(listRepositories, key, unitCall);
         bring(page, key.offset !== undefined);
         results[index] = page;
       },
@@ -285,7 +283,8 @@ async function fetchRange(
 ): Promise<{ covering: RepositoryList; failure?: Error }> {
   const offset = range.start;
   const limit = range.end - range.start;
-  const first = await client.listRepositories(
+  const first = await client.send(
+    listRepositories,
     { limit, offset: range.sendOffset ? offset : undefined },
     call,
   );
@@ -299,7 +298,8 @@ async function fetchRange(
       const covered = offset + items.length;
       const goal = Math.min(ends.find((end) => end > covered) ?? range.end, total);
       ensureCalls(call.budget, Math.ceil((goal - covered) / last));
-      const next = await client.listRepositories(
+      const next = await client.send(
+        listRepositories,
         { limit: limit - items.length, offset: covered },
         call,
       );
