@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Exchange, isPlainObject, JSON_TYPE, type Reply } from './http-io.js';
+import { type Exchange, isPlainObject, JSON_TYPE, type Reply, type Route } from './http-io.js';
 
 interface PortMapping {
   port: number;
@@ -26,6 +26,7 @@ const STRING_FIELDS = [
   'repo',
   'gitRef',
 ] as const;
+export const DEV_SERVERS_PATH = '/ephemeral/v1/dev-servers';
 const EXTERNAL_PORTS = new Set([443, 8081]);
 const DEFAULT_PORTS: PortMapping[] = [{ port: 443, targetPort: 3000 }];
 
@@ -38,9 +39,9 @@ export function failure(text: string): Reply {
  * POST /ephemeral/v1/dev-servers. Nothing is started: the sandbox remembers which
  * (account, repository) pairs were requested so `isNew` is true only the first time.
  */
-export function createDevServerRoute(): (accountId: string, ctx: Exchange) => Reply {
+export function createDevServerRoute(): Route {
   const seen = new Set<string>();
-  return (accountId, ctx) => {
+  const request = (accountId: string, ctx: Exchange): Reply => {
     const parsed = parseRequest(ctx);
     if (typeof parsed === 'string') return failure(parsed);
     const key = `${accountId}\n${parsed.repoId ?? parsed.repo ?? parsed.baseId ?? ''}`;
@@ -64,6 +65,7 @@ export function createDevServerRoute(): (accountId: string, ctx: Exchange) => Re
     };
     return { status: 200, body: JSON.stringify(body), contentType: JSON_TYPE };
   };
+  return { method: 'POST', path: DEV_SERVERS_PATH, handle: request };
 }
 
 function nonEmpty(value: string | null): boolean {

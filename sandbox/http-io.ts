@@ -22,6 +22,16 @@ export interface Exchange {
   bodyIsJson: boolean;
 }
 
+/**
+ * One REST route. The server finds it by path and method (404 and 405 otherwise), checks the
+ * caller's credential (401), then calls `handle` with the caller's account.
+ */
+export interface Route {
+  method: string;
+  path: string;
+  handle(accountId: string, ctx: Exchange): Reply | Promise<Reply>;
+}
+
 export function json(status: number, value: unknown, headers?: Record<string, string>): Reply {
   return { status, body: JSON.stringify(value), contentType: JSON_TYPE, headers };
 }

@@ -1,5 +1,5 @@
 import { type StoredRepository, seedRepositories } from './data.js';
-import { JSON_TYPE, message, type Reply } from './http-io.js';
+import { JSON_TYPE, message, type Reply, type Route } from './http-io.js';
 
 export interface RepositoryRouteOptions {
   repositories: number;
@@ -17,9 +17,7 @@ const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
  * page is cached by (account, raw query string): a repeated request costs one Map lookup and hands
  * back the same immutable Reply. Only successes are cached; the data never changes.
  */
-export function createRepositoryRoute(
-  options: RepositoryRouteOptions,
-): (accountId: string, rawQuery: string) => Reply {
+export function createRepositoryRoute(options: RepositoryRouteOptions): Route {
   const seeded = new Map<string, StoredRepository[]>();
   const pages = new Map<string, Reply>();
   let cachedBytes = 0;
@@ -44,7 +42,7 @@ export function createRepositoryRoute(
     }
   };
 
-  return (accountId, rawQuery) => {
+  const page = (accountId: string, rawQuery: string): Reply => {
     const key = `${accountId}?${rawQuery}`;
     const hit = pages.get(key);
     if (hit) return hit;
@@ -64,6 +62,11 @@ export function createRepositoryRoute(
     const reply: Reply = { status: 200, body, contentType: JSON_TYPE };
     remember(key, reply);
     return reply;
+  };
+  return {
+    method: 'GET',
+    path: '/git/v1/repo',
+    handle: (accountId, ctx) => page(accountId, ctx.rawQuery),
   };
 }
 

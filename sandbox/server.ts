@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createAccountResolver, UNAUTHORIZED_MESSAGE } from './accounts.js';
 import { CONTROL_PREFIX, handleControl } from './control.js';
-import { createDevServerRoute, failure } from './dev-server-routes.js';
+import { createDevServerRoute, DEV_SERVERS_PATH, failure } from './dev-server-routes.js';
 import { createDomainRoutes } from './domain-routes.js';
 import { applyFault, createFaultTable, type Fault, ROUTE_PATTERN } from './faults.js';
 import {
@@ -13,6 +13,7 @@ import {
   MAX_BODY_BYTES,
   message,
   type Reply,
+  type Route,
   readBody,
   sendReply,
 } from './http-io.js';
@@ -60,9 +61,6 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-const REPOSITORIES_PATH = '/git/v1/repo';
-const VERIFICATIONS_PATH = '/domains/v1/verifications';
-const DEV_SERVERS_PATH = '/ephemeral/v1/dev-servers';
 const EMPTY_BODY = { body: undefined, bodyIsJson: false };
 
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
@@ -71,13 +69,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const faults = createFaultTable();
   const txt = createTxtLookup(options.dnsServers, options.dnsTimeoutMs ?? 2000);
   const resolveAccount = createAccountResolver();
-  const repositories = createRepositoryRoute({
-    repositories: options.repositories ?? 50,
-    maxPageSize: options.maxPageSize ?? 100,
-    defaultPageSize: options.defaultPageSize ?? 20,
-  });
-  const domains = createDomainRoutes(txt);
-  const devServers = createDevServerRoute();
+  // The REST routes, each declared in its domain's file.
+  const routes = byPathAndMethod([
+    createRepositoryRoute({
+      repositories: options.repositories ?? 50,
+      maxPageSize: options.maxPageSize ?? 100,
+      defaultPageSize: options.defaultPageSize ?? 20,
+    }),
+    ...createDomainRoutes(txt),
+    createDevServerRoute(),
+  ]);
   const timers = new Set<NodeJS.Timeout>();
 
   const sleep = (ms: number): Promise<void> =>
@@ -91,19 +92,18 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
   const route = (ctx: Exchange): Reply | Promise<Reply> => {
     const { method, path } = ctx;
-    const allowed = ALLOWED.get(path);
-    if (!allowed) return message(404, `No route for ${method} ${path}`);
-    if (!allowed.includes(method)) {
+    const methods = routes.get(path);
+    if (!methods) return message(404, `No route for ${method} ${path}`);
+    const found = methods.get(method);
+    if (!found) {
       return {
         ...message(405, `Method ${method} not allowed on ${path}`),
-        headers: { allow: allowed.join(', ') },
+        headers: { allow: [...methods.keys()].join(', ') },
       };
     }
     const account = resolveAccount(headerValue(ctx.headers.authorization));
     if (!account) return message(401, UNAUTHORIZED_MESSAGE);
-    if (path === REPOSITORIES_PATH) return repositories(account.id, ctx.rawQuery);
-    if (path === DEV_SERVERS_PATH) return devServers(account.id, ctx);
-    return method === 'POST' ? domains.create(account.id, ctx) : domains.verify(account.id, ctx);
+    return found.handle(account.id, ctx);
   };
 
   const errorBody = (path: string, status: number): unknown =>
@@ -220,11 +220,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   };
 }
 
-const ALLOWED = new Map<string, readonly string[]>([
-  [REPOSITORIES_PATH, ['GET']],
-  [VERIFICATIONS_PATH, ['POST', 'PUT']],
-  [DEV_SERVERS_PATH, ['POST']],
-]);
+/** Path -> method -> route; a path's methods in the order the routes were given. */
+function byPathAndMethod(routes: readonly Route[]): Map<string, Map<string, Route>> {
+  const table = new Map<string, Map<string, Route>>();
+  for (const route of routes) {
+    const methods = table.get(route.path) ?? new Map<string, Route>();
+    methods.set(route.method, route);
+    table.set(route.path, methods);
+  }
+  return table;
+}
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
