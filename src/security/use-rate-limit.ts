@@ -226,9 +226,8 @@ function expandIPv6(address: string): string[] {
   const left = head === '' ? [] : head.split(':');
   const right = tail === undefined || tail === '' ? [] : tail.split(':');
   const zeros = Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...(tail === undefined ? [] : zeros), ...right].map((group) =>
-    Number.parseInt(group, 16).toString(16),
-  );
+  // Without '::' a valid address has its eight groups already, and `zeros` is empty.
+  return [...left, ...zeros, ...right].map((group) => Number.parseInt(group, 16).toString(16));
 }
 
 function rateLimited(retryAfter: number): FacadeError {

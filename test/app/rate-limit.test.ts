@@ -1,13 +1,21 @@
-import { beforeEach, describe, expect, it } from 'vitest';
-import { createRateLimiter, type RateLimiter } from '../../src/security/use-rate-limit.js';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { connectRedis } from '../../src/redis.js';
+import {
+  addressKey,
+  clientKeys,
+  createRateLimiter,
+  type RateLimiter,
+} from '../../src/security/use-rate-limit.js';
 import {
   type ConfigOverrides,
   postGraphQL,
   upstreamRequests,
   useHarness,
 } from '../helpers/harness.js';
-import { freePort, listen } from '../helpers/net.js';
+import { freePort, listen, waitForPort } from '../helpers/net.js';
 import { post } from '../helpers/process.js';
+import { hasRedis } from '../helpers/redis.js';
 
 const QUERY = '{ repositories(limit: 1) { total } }';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -39,6 +47,7 @@ describe('rate limits, in memory', () => {
     const retryAfter = refused.errors?.[0]?.extensions.retryAfter;
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refused.errors?.[0]?.message).toBe(`Too many requests; retry in ${retryAfter} s`);
     expect(refused.headers.get('retry-after')).toBe(String(retryAfter));
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
 
@@ -173,6 +182,41 @@ describe('rate limits, in memory', () => {
     expect((await batch(1)).status).toBe(429);
   });
 
+  it('charges a batch of two operations two points', async () => {
+    const app = appWith({ limits: { batchingLimit: 5 } });
+    const send = (body: unknown) =>
+      app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer('batcher') },
+        body: JSON.stringify(body),
+      });
+    expect((await send([{ query: QUERY }, { query: QUERY }])).status).toBe(200);
+    expect((await send({ query: QUERY })).status).toBe(200);
+    expect((await send({ query: QUERY })).status).toBe(429);
+  });
+
+  it('answers the wait until the window ends, in whole seconds', async () => {
+    const one = (await createRateLimiter({
+      points: 1,
+      windowS: 60,
+      redisUrl: undefined,
+    })) as RateLimiter;
+    expect(await one.consume('t:x')).toBeUndefined();
+    expect(await one.consume('t:x')).toBe(60);
+  });
+
+  it('holds no address to a ceiling with RATE_LIMIT_ADDRESS_POINTS=0', async () => {
+    const open = (await createRateLimiter({
+      points: 1,
+      addressPoints: 0,
+      windowS: 60,
+      redisUrl: undefined,
+    })) as RateLimiter;
+    const waits = [];
+    for (let i = 0; i < 3; i++) waits.push(await open.consumeAddress('192.0.2.1'));
+    expect(waits).toEqual([undefined, undefined, undefined]);
+  });
+
   it('falls back to memory counters while Redis is unreachable', async () => {
     const port = await freePort();
     const fallback = await createRateLimiter({
@@ -196,5 +240,138 @@ describe('rate limits, in memory', () => {
     expect(
       await createRateLimiter({ points: 0, windowS: 60, redisUrl: undefined }),
     ).toBeUndefined();
+  });
+});
+
+describe('addressKey', () => {
+  it.each([
+    ['192.0.2.5', '192.0.2.5'],
+    [' 192.0.2.5 ', '192.0.2.5'],
+    ['10.20.30.40:8080', '10.20.30.40'],
+    ['::ffff:10.20.30.40', '10.20.30.40'],
+    ['::FFFF:192.0.2.5', '192.0.2.5'],
+    ['[2001:db8::1]:443', '2001:db8:0:0::/64'],
+    ['2001:DB8:0007:0009:1:2:3:4', '2001:db8:7:9::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['1::', '1:0:0:0::/64'],
+    ['1::2', '1:0:0:0::/64'],
+    ['1::2:3:4:5:6:7', '1:0:2:3::/64'],
+    // A trailing dotted quad is two groups.
+    ['1::2:3:4:5:10.20.30.40', '1:0:2:3::/64'],
+    ['1::ffff:10.20.30.40', '1:0:0:0::/64'],
+  ])('counts %s as %s', (raw, key) => {
+    expect(addressKey(raw)).toBe(key);
+  });
+
+  it.each([
+    undefined,
+    '',
+    'unknown',
+    'not-an-address',
+    'x192.0.2.5:80',
+    '192.0.2.5:80x',
+    '192.0.2.5:123456',
+    '[::1]',
+    '::ffff:1.2.3.4.5',
+  ])('has no key for %s', (raw) => {
+    expect(addressKey(raw)).toBeUndefined();
+  });
+});
+
+describe('clientKeys', () => {
+  const request = (headers: Record<string, string> = {}) =>
+    new Request('http://facade.test/graphql', { headers });
+  const socket = (remoteAddress: string) => ({ req: { socket: { remoteAddress } } });
+
+  it("counts a caller without a token by the socket's address, or as unknown without one", () => {
+    expect(clientKeys(request(), socket('192.0.2.1'), { trustProxy: false })).toEqual({
+      client: 'ip:192.0.2.1',
+      address: '192.0.2.1',
+    });
+    expect(clientKeys(request(), undefined, { trustProxy: false })).toEqual({
+      client: 'ip:unknown',
+      address: 'unknown',
+    });
+  });
+
+  it("takes the last X-Forwarded-For entry with TRUST_PROXY, else the socket's", () => {
+    const forwarded = request({ 'x-forwarded-for': '198.51.100.1, 192.0.2.9' });
+    expect(clientKeys(forwarded, socket('10.0.0.1'), { trustProxy: true }).client).toBe(
+      'ip:192.0.2.9',
+    );
+    const invalid = request({ 'x-forwarded-for': 'spoofed' });
+    expect(clientKeys(invalid, socket('10.0.0.1'), { trustProxy: true }).client).toBe(
+      'ip:10.0.0.1',
+    );
+  });
+
+  it('counts an accepted token on its own, and any other by address too', () => {
+    const withToken = request({ authorization: 'Bearer good' });
+    const forwarding = clientKeys(withToken, socket('192.0.2.1'), { trustProxy: false });
+    expect(forwarding.client).toMatch(/^t:/);
+    expect(forwarding.address).toBe('192.0.2.1');
+    const isAccepted = (token: string | undefined) => token === 'good';
+    const verified = clientKeys(withToken, socket('192.0.2.1'), { trustProxy: false, isAccepted });
+    expect(verified).toEqual({ client: forwarding.client, address: undefined });
+    const guessed = request({ authorization: 'Bearer guess' });
+    expect(clientKeys(guessed, socket('192.0.2.1'), { trustProxy: false, isAccepted })).toEqual({
+      client: 'ip:192.0.2.1',
+      address: '192.0.2.1',
+    });
+  });
+});
+
+describe.skipIf(!hasRedis)('rate limits, in Redis', () => {
+  let redis: ChildProcess;
+  let url: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    redis = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    await waitForPort(port);
+    url = `redis://127.0.0.1:${port}`;
+  });
+  afterAll(() => {
+    redis?.kill();
+  });
+
+  it('is ready once its own connection is, and closes that connection', async () => {
+    const limiter = (await createRateLimiter({
+      points: 1,
+      windowS: 60,
+      redisUrl: url,
+    })) as RateLimiter;
+    expect(await limiter.ready(5_000)).toBe(true);
+    // Already connected: answered at once.
+    expect(await limiter.ready(50)).toBe(true);
+    expect(await limiter.consume('t:redis')).toBeUndefined();
+    expect(await limiter.consume('t:redis')).toBe(60);
+    await limiter.close();
+    // The connection ends with its socket's close, a moment after disconnect().
+    await vi.waitFor(async () => expect(await limiter.ready(10)).toBe(false));
+  });
+
+  it('leaves a shared connection open for its owner to close', async () => {
+    const shared = await connectRedis(url);
+    try {
+      const limiter = (await createRateLimiter(
+        { points: 1, windowS: 60, redisUrl: url },
+        undefined,
+        false,
+        shared,
+      )) as RateLimiter;
+      expect(await limiter.ready(5_000)).toBe(true);
+      await limiter.close();
+      expect(await shared.ping()).toBe('PONG');
+      expect(shared.status).toBe('ready');
+      expect(await limiter.ready(50)).toBe(true);
+    } finally {
+      shared.disconnect();
+    }
   });
 });
