@@ -226,8 +226,11 @@ describe('CSRF and CORS', () => {
   it('refuses a form POST and a GET from another origin without a CSRF header, before anything runs', async () => {
     const foreign = await get(h.app, { origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
-    const body = (await foreign.json()) as { errors: Array<{ extensions: { code: string } }> };
+    const body = (await foreign.json()) as {
+      errors: Array<{ message: string; extensions: { code: string } }>;
+    };
     expect(body.errors[0]?.extensions.code).toBe('BAD_USER_INPUT');
+    expect(body.errors[0]?.message).toBe('Cross-site request refused');
 
     // What a page's <img> sends in a browser with Fetch Metadata: no Origin, but a site.
     const image = await get(h.app, {
