@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createTokenMatcher } from '../../src/credentials.js';
+import { bearerToken, createTokenMatcher, tokenId } from '../../src/credentials.js';
 import { createHarness, type Harness, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const QUERY = '{ repositories(limit: 5) { total items { id } } }';
@@ -73,6 +73,9 @@ describe('credentials, service-key mode with CLIENT_TOKENS', () => {
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe('Bearer');
       expect(response.errors?.[0]?.extensions.code).toBe('UNAUTHENTICATED');
+      expect(response.errors?.[0]?.message).toBe(
+        'This endpoint needs "Authorization: Bearer <token>" with a token it accepts',
+      );
       expect(JSON.stringify(response)).not.toMatch(/wrong-token|client-token/);
     }
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
@@ -152,6 +155,26 @@ describe('createTokenMatcher', () => {
       expect(accepts(other)).toBe(false);
     }
     expect(createTokenMatcher([])('anything')).toBe(false);
+  });
+
+  it('never takes a missing token for an empty one', () => {
+    expect(createTokenMatcher([''])(undefined)).toBe(false);
+  });
+});
+
+describe('bearerToken', () => {
+  it('reads the token of a Bearer header, whatever the case of the scheme', () => {
+    expect(bearerToken('Bearer abc')).toBe('abc');
+    expect(bearerToken('bearer\tabc ')).toBe('abc');
+    for (const header of [null, '', 'Basic abc', 'Bearer', 'Bearer a b']) {
+      expect(bearerToken(header)).toBeUndefined();
+    }
+  });
+});
+
+describe('tokenId', () => {
+  it('names a token by the first 22 characters of its SHA-256, in base64url', () => {
+    expect(tokenId('alpha')).toBe('jtP2rWhblZ6tcCJRjhr3bN');
   });
 });
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { APQ_MAX_DOCUMENT_BYTES, createMemoryApqStore } from '../../src/security/use-apq.js';
+import { documentIdOf } from '../../src/security/use-trusted-documents.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
 // The id @graphql-codegen/client-preset writes: `sha256:` and the hex digest of the document.
@@ -112,6 +113,9 @@ describe('trusted documents (PERSISTED_DOCUMENTS_ONLY=true)', () => {
       await get(h.app, { documentId: UNKNOWN }),
     ]) {
       expect(codeOf(answer.body)).toBe('PERSISTED_QUERY_NOT_FOUND');
+      // Apollo's protocol: a 200 whose body tells the client to send the document.
+      expect(answer.status).toBe(200);
+      expect(answer.body.errors?.[0]?.message).toBe('PersistedQueryNotFound');
       expect(answer.body.data).toBeUndefined();
     }
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
@@ -131,6 +135,9 @@ describe('trusted documents (PERSISTED_DOCUMENTS_ONLY=true)', () => {
     for (const answer of cases) {
       expect(answer.status).toBe(400);
       expect(codeOf(answer.body)).toBe('PERSISTED_QUERY_ONLY');
+      expect(answer.body.errors?.[0]?.message).toBe(
+        "Only trusted documents run here: send a known document's id as documentId or extensions.persistedQuery.sha256Hash, without the document's text",
+      );
     }
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
   });
@@ -167,6 +174,21 @@ describe('trusted documents beside other documents (PERSISTED_DOCUMENTS_ONLY uns
     const asText = await post(h.app, { query: ARBITRARY });
     expect(asText.body.errors).toBeUndefined();
     expect(asText.body.data?.repositories).toMatchObject({ total: expect.any(Number) });
+  });
+
+  it('runs a trusted document named in the URL of a GET, but not of a POST', async () => {
+    const byUrl = await get(h.app, { documentId: sha256(LIST), variables: { limit: 2 } });
+    expect(byUrl.body.errors).toBeUndefined();
+    expect(itemsOf(byUrl.body)).toHaveLength(2);
+    const search = new URLSearchParams({ documentId: sha256(LIST) });
+    const response = await h.app.fetch(`http://facade.test/graphql?${search}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: ARBITRARY }),
+    });
+    const body = (await response.json()) as Body;
+    expect(body.errors).toBeUndefined();
+    expect(body.data?.repositories).toEqual({ total: expect.any(Number) });
   });
 
   it('answers an unknown documentId with PERSISTED_QUERY_NOT_FOUND', async () => {
@@ -386,3 +408,20 @@ describe('PERSISTED_DOCUMENTS configuration', () => {
 function pick(config: ReturnType<typeof loadConfig>) {
   return { persistedDocuments: config.persistedDocuments, apq: config.apq };
 }
+
+describe('documentIdOf', () => {
+  const at = (method: string, search = '') =>
+    new Request(`http://facade.test/graphql${search}`, { method });
+
+  it('reads documentId from the body, then from the URL of a GET, then from Apollo’s extension', () => {
+    expect(documentIdOf({ documentId: 'a' } as never, at('GET', '?documentId=b'))).toBe('a');
+    expect(documentIdOf({}, at('GET', '?documentId=b'))).toBe('b');
+    expect(documentIdOf({ extensions: apq('c') }, at('GET', '?documentId='))).toBe('c');
+    expect(documentIdOf({}, at('GET'))).toBeUndefined();
+  });
+
+  it('ignores documentId in the URL of a POST', () => {
+    expect(documentIdOf({}, at('POST', '?documentId=b'))).toBeUndefined();
+    expect(documentIdOf({ extensions: apq('c') }, at('POST', '?documentId=b'))).toBe('c');
+  });
+});
