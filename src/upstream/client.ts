@@ -162,6 +162,11 @@ export class UpstreamClient {
     // A write is never repeated behind the caller's back (the Endpoint type allows no retry).
     const attempts = endpoint.retry ? this.#options.retries + 1 : 1;
     const callId = ++this.#calls;
+    // Retries and the deadline are this loop, not cockatiel's retry() and timeout() (the breaker
+    // is cockatiel's): cockatiel's wait between attempts ignores the abort signal, so a client that
+    // leaves during a Retry-After wait would be held to the wait's end, which then starts one more
+    // (cancelled) attempt; its backoff and filter cannot see the call's deadline; and its timeout
+    // gives undici an AbortSignal per call, the listeners that CallCancel avoids.
     try {
       for (let attempt = 1; ; attempt++) {
         try {
