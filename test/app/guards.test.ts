@@ -1,9 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type UpstreamError, upstreamHttpError } from '../../src/errors.js';
 import { createLogger } from '../../src/telemetry/logger.js';
-import { type BreakerState, CircuitOpenError, createBreaker } from '../../src/upstream/breaker.js';
+import {
+  type BreakerState,
+  CircuitOpenError,
+  createBreaker,
+  createRouteBreakers,
+} from '../../src/upstream/breaker.js';
 import { CallBudget } from '../../src/upstream/budget.js';
-import { cancelledError } from '../../src/upstream/responses.js';
+import { cancelledError, cutOff } from '../../src/upstream/responses.js';
 
 // The guards a redesign could drop without any answer changing at first sight: each test here
 // fails when its guard is removed or loosened.
@@ -93,6 +98,44 @@ describe('createBreaker', () => {
       await expect(breaker.run(failWith(serverError()))).rejects.toThrow();
     await expect(breaker.run(succeed)).resolves.toBe('ok');
     expect(states).toEqual([]);
+  });
+
+  it('counts a 500 and an answer cut off as faults, whatever the status of the latter', async () => {
+    const breaker = open();
+    await expect(breaker.run(failWith(upstreamHttpError(500, 'down')))).rejects.toThrow();
+    await expect(breaker.run(failWith(cutOff(200)))).rejects.toThrow();
+    expect(states).toEqual(['open']);
+  });
+
+  it('closes when the trial call gets a 4xx: the upstream answered', async () => {
+    const breaker = await tripped();
+    vi.setSystemTime(Date.now() + COOLDOWN_MS + 1);
+    await expect(breaker.run(failWith(upstreamHttpError(404, 'gone')))).rejects.toThrow('gone');
+    expect(states).toEqual(['open', 'half_open', 'closed']);
+  });
+
+  it('names the pause in whole seconds, rounded up', async () => {
+    const breaker = createBreaker(1, 1_500);
+    await expect(breaker.run(failWith(serverError()))).rejects.toThrow('down');
+    await expect(breaker.run(succeed)).rejects.toThrow(
+      'The upstream keeps failing; calls are paused for up to 2 s',
+    );
+  });
+});
+
+describe('createRouteBreakers', () => {
+  const fail = () => Promise.reject(upstreamHttpError(503, 'down'));
+  const succeed = () => Promise.resolve('ok');
+
+  it('opens the circuit of the failing route only', async () => {
+    const changes: string[] = [];
+    const breakers = createRouteBreakers(1, 60_000, (state, route) =>
+      changes.push(`${route} ${state}`),
+    );
+    await expect(breakers.run('GET /a', fail)).rejects.toThrow('down');
+    await expect(breakers.run('GET /a', succeed)).rejects.toBeInstanceOf(CircuitOpenError);
+    await expect(breakers.run('GET /b', succeed)).resolves.toBe('ok');
+    expect(changes).toEqual(['GET /a open']);
   });
 });
 
