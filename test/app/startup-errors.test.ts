@@ -42,6 +42,23 @@ describe('start-up failure lines', () => {
     expect(line.length).toBeLessThanOrEqual('Cannot start: '.length + 300);
   });
 
+  it('blanks out the password of REDIS_URL on its own, as the URL carries it', () => {
+    expect(unexpectedFailure(new Error('auth p%40ss-word-9 refused (tls=true)'), config)).toBe(
+      'Cannot start: Error: auth [redacted] refused (tls=true)',
+    );
+  });
+
+  it('blanks out a secret that contains another whole', () => {
+    const nested = loadConfig({
+      UPSTREAM_URL: 'https://api.example',
+      UPSTREAM_API_KEY: 'shared-secret-value',
+      CLIENT_TOKENS: 'shared-secret-value-and-more',
+    });
+    expect(unexpectedFailure(new Error('token shared-secret-value-and-more'), nested)).toBe(
+      'Cannot start: Error: token [redacted]',
+    );
+  });
+
   it('names the variable that chose the port or the host, and the reason', () => {
     const taken = Object.assign(new Error('listen EADDRINUSE'), { code: 'EADDRINUSE' });
     expect(listenFailure(taken, { port: 'PORT', host: 'HOST' }, '*:4000').message).toBe(
@@ -54,6 +71,9 @@ describe('start-up failure lines', () => {
     const odd = Object.assign(new Error('listen'), { code: 'constructor' });
     expect(listenFailure(odd, { port: 'PORT', host: 'HOST' }, '*:1').message).toBe(
       'PORT: cannot listen on *:1: listen failed (constructor)',
+    );
+    expect(listenFailure(undefined, { port: 'PORT', host: 'HOST' }, '*:1').message).toBe(
+      'PORT: cannot listen on *:1: listen failed (undefined)',
     );
   });
 });
