@@ -6,7 +6,7 @@
 // per request, so that a change of the machine's load between rounds falls on both sides.
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { cpuSeconds, startFacade, startFloor } from './processes.js';
+import { cpuSeconds, LEAN_SCRIPT, startFacade, startFloor } from './processes.js';
 
 const ROUNDS = Number(process.env.BENCH_ATTRIBUTION_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -50,7 +50,7 @@ async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
   await add('floor on Yoga', (port) => startFloor(port, sandboxUrl, 'yoga'));
   for (const [name, omit] of Object.entries(FACADE_VARIANTS)) {
     await add(`facade ${name}`, (port) =>
-      startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, 'dist/bench/lean.js'),
+      startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, LEAN_SCRIPT),
     );
   }
   return servers;

@@ -4,7 +4,7 @@
 // limits, CSRF, logging, metrics or error mapping, and only `repositories(limit, offset)`.
 //
 // Written by hand on purpose: any framework here would be part of what the floor is meant to
-// leave out. Run compiled (`npm run build` puts it in dist/bench/floor.js), as the facade is.
+// leave out. Run compiled (`npm run build:bench` puts it in bench/build/), as the facade is.
 //
 // With FLOOR_SERVER=yoga the same schema, resolver and client are served by graphql-yoga with
 // graphql-jit and nothing else (no plugin of the facade's, Yoga's defaults otherwise): the

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
 import { FACADE_VARIANTS } from './attribution.js';
-import { startFacade, startFloor } from './processes.js';
+import { LEAN_SCRIPT, startFacade, startFloor } from './processes.js';
 
 const WARM = Number(process.env.BENCH_INSTRUCTIONS_WARM ?? 12_000);
 const COUNTED = Number(process.env.BENCH_INSTRUCTIONS_COUNTED ?? 1_000);
@@ -117,7 +117,7 @@ export async function instructions(sandboxUrl: string, body: string): Promise<vo
       await count(
         name,
         (port, w) =>
-          startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, 'dist/bench/lean.js', options(w)),
+          startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, LEAN_SCRIPT, options(w)),
         body,
       ),
     );

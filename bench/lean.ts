@@ -2,7 +2,7 @@
 // settings, the memory rate limit, request lines to stdout), without the stages named in BENCH_OMIT
 // (comma-separated names of src/app.ts's pipeline, and `parseCache` for Yoga's parse and
 // validation cache). The variants are built here, from the exported pipeline, so that the app
-// itself has no switch for them. Run compiled (`npm run build` puts it in dist/bench/lean.js), as
+// itself has no switch for them. Run compiled (`npm run build:bench` puts it in bench/build/), as
 // the facade is.
 import { createServer } from 'node:http';
 import { createYoga } from 'graphql-yoga';

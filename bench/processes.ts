@@ -16,10 +16,18 @@ export const serverNodeVersion = execFileSync(serverNode, ['--version'], {
   encoding: 'utf8',
 }).trim();
 
-/** Measured as it is deployed: compiled JavaScript (`npm run build`), not through tsx. */
+/**
+ * Measured as it is deployed: compiled JavaScript, not through tsx. The facade is the product's
+ * build (`npm run build`, dist/); the sandbox and the floors, which are not the product, are
+ * compiled apart (`npm run build:bench`, bench/build/).
+ */
 export function build(): void {
   execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: 'inherit' });
+  execFileSync('npm', ['run', '-s', 'build:bench'], { cwd: root, stdio: 'inherit' });
 }
+
+/** The facade with pipeline stages left out (bench/lean.ts), compiled by `build()`. */
+export const LEAN_SCRIPT = 'bench/build/bench/lean.js';
 
 export interface StartOptions {
   /** A command that runs node, e.g. valgrind and its options (bench/instructions.ts). */
@@ -67,7 +75,7 @@ export async function start(
 export function startSandbox(port: number, env: Record<string, string>): Promise<ChildProcess> {
   return start(
     '1',
-    'dist/sandbox/main.js',
+    'bench/build/sandbox/main.js',
     { SANDBOX_PORT: String(port), ...env },
     `http://127.0.0.1:${port}/__sandbox/counts`,
   );
@@ -94,7 +102,7 @@ export function startFacade(
   upstreamUrl: string,
   env: Record<string, string> = {},
   workers = 1,
-  /** What runs: the deployed entry, or bench/lean.js (the app with layers left out). */
+  /** What runs: the deployed entry, or LEAN_SCRIPT (the app with layers left out). */
   script = 'dist/src/main.js',
   options: StartOptions = {},
 ): Promise<ChildProcess> {
@@ -129,7 +137,7 @@ export function startFloor(
 ): Promise<ChildProcess> {
   return start(
     '0',
-    'dist/bench/floor.js',
+    'bench/build/bench/floor.js',
     { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, FLOOR_SERVER: server },
     `http://127.0.0.1:${port}/health`,
     { ...options, nodeFlags: [...imageNodeFlags, ...(options.nodeFlags ?? [])] },

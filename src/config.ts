@@ -19,7 +19,7 @@ export type TracingConfig = NonNullable<Config['tracing']>;
 
 /** The values that follow from several variables, all here. */
 function derive(settings: Settings) {
-  const { nodeEnv, useSandbox, otel, ...values } = settings;
+  const { nodeEnv, otel, ...values } = settings;
   const production = nodeEnv === 'production';
   return {
     ...values,
@@ -87,7 +87,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   }
   const settings = parsed.data;
   const config = derive(settings);
-  checkUpstreamChoice(settings);
   if (config.metricsPort && config.metricsPort === config.port) {
     throw new ConfigError(`METRICS_PORT: must differ from PORT (both ${config.port})`);
   }
@@ -114,27 +113,6 @@ function readEnvironment(source: NodeJS.ProcessEnv): Record<string, unknown> {
     if (value !== undefined && value !== '') node[path[path.length - 1] as string] = value;
   }
   return input;
-}
-
-/**
- * The sandbox answers with invented data: a production deploy that forgot UPSTREAM_URL must not
- * start and look healthy.
- */
-function checkUpstreamChoice({ useSandbox, upstreamUrl, nodeEnv }: Settings): void {
-  if (useSandbox === true && upstreamUrl !== undefined) {
-    throw new ConfigError(
-      'SANDBOX: true serves the built-in sandbox; unset UPSTREAM_URL, or SANDBOX',
-    );
-  }
-  if (upstreamUrl !== undefined || useSandbox === true) return;
-  if (useSandbox === false) {
-    throw new ConfigError('UPSTREAM_URL: not set, and SANDBOX=false refuses the built-in sandbox');
-  }
-  if (nodeEnv === 'production') {
-    throw new ConfigError(
-      'UPSTREAM_URL: not set; in production the built-in sandbox runs only with SANDBOX=true',
-    );
-  }
 }
 
 /** Defaults for tests and tools: the same schema, no environment. */

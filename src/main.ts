@@ -3,7 +3,6 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
-import type { Sandbox } from '../sandbox/server.js';
 import { createApp, PATHS } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createCredentialPolicy } from './credentials.js';
@@ -33,20 +32,31 @@ function failStartup(line: string): never {
   process.exit(1);
 }
 
-function readConfig(): Config {
+/** The configuration of a process that serves: unlike an app built by a test, it needs an upstream. */
+type ServingConfig = Config & { upstreamUrl: string };
+
+function readConfig(): ServingConfig {
+  let config: Config;
   try {
-    return loadConfig();
+    config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) failStartup(`Invalid configuration: ${error.message}`);
     // The value is not repeated: it may be any variable's, a secret's included.
     failStartup(`Invalid configuration: could not be read (${errorName(error)})`);
   }
+  const { upstreamUrl } = config;
+  if (upstreamUrl === undefined) {
+    failStartup(
+      'Invalid configuration: UPSTREAM_URL: not set; it is the base URL of the REST API to front (`npm start` sets it to the built-in sandbox)',
+    );
+  }
+  return { ...config, upstreamUrl };
 }
 
 /**
  * Binds the port for a moment and lets it go: a busy port fails start-up at once, not after the
- * parser compile, the sandbox, the workers and the warm-up. The real listen still reports a port
- * taken in between.
+ * parser compile, the workers and the warm-up. The real listen still reports a port taken in
+ * between.
  */
 async function checkPortFree(
   port: number,
@@ -160,7 +170,6 @@ interface Started {
   link: WorkerLink | undefined;
   client: UpstreamClient;
   health: Health;
-  sandbox: Sandbox | undefined;
   rateLimiter: RateLimiter | undefined;
   /** The process's one Redis connection (rate limit and APQ), when REDIS_URL is set. */
   redis: Redis | undefined;
@@ -170,28 +179,7 @@ interface Started {
   tracing: Tracing | undefined;
 }
 
-/**
- * Without UPSTREAM_URL the facade embeds the sandbox, so a fresh clone runs with no setup. The
- * sandbox is a separate program: this is the one place the facade imports it, and only on demand.
- */
-async function embedSandbox(config: Config): Promise<Sandbox> {
-  const { startSandbox } = await import('../sandbox/server.js');
-  return startSandbox({
-    port: config.sandbox.port,
-    repositories: config.sandbox.repositories,
-    dnsServers: config.dns.servers,
-    dnsTimeoutMs: config.dns.timeoutMs,
-    faults: config.sandbox.faults,
-  }).catch((error: unknown) => {
-    throw listenFailure(
-      error,
-      { port: 'SANDBOX_PORT', host: 'SANDBOX_PORT' },
-      `127.0.0.1:${config.sandbox.port} for the built-in sandbox`,
-    );
-  });
-}
-
-async function start(config: Config, logger: Logger): Promise<Started> {
+async function start(config: ServingConfig, logger: Logger): Promise<Started> {
   // First: its one-off memory must not come on top of the app's and the warm-up's.
   await compileHttpParser();
   const link = workerLink();
@@ -204,8 +192,7 @@ async function start(config: Config, logger: Logger): Promise<Started> {
         PATHS.metrics,
       ])
     : undefined;
-  const sandbox = config.upstreamUrl ? undefined : await embedSandbox(config);
-  const upstreamUrl = config.upstreamUrl ?? (sandbox?.url as string);
+  const { upstreamUrl } = config;
   const metrics = createMetrics({
     processMetrics: true,
     ...(link ? { defaultLabels: { worker: link.id } } : {}),
@@ -307,7 +294,6 @@ async function start(config: Config, logger: Logger): Promise<Started> {
     link,
     client,
     health,
-    sandbox,
     rateLimiter,
     redis,
     redisReady,
@@ -330,7 +316,7 @@ function redisIsReady(redis: Redis, timeoutMs: number): Promise<boolean> {
 }
 
 async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
-  const { server, sandbox, rateLimiter, redisReady, apqStore, upstreamUrl } = started;
+  const { server, rateLimiter, redisReady, apqStore, upstreamUrl } = started;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
@@ -338,17 +324,8 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
     { url, port, version: VERSION, node: process.version },
     `GraphQL facade ${VERSION} listening on ${url}${config.graphiql ? ' (GraphiQL in a browser)' : ''}`,
   );
-  if (sandbox) {
-    logger.info(
-      { upstream: 'sandbox', sandboxUrl: sandbox.url, faults: config.sandbox.faults },
-      `Upstream: the built-in sandbox at ${sandbox.url} (set UPSTREAM_URL to front a real upstream)`,
-    );
-  } else {
-    logger.info(
-      { upstream: new URL(upstreamUrl).origin },
-      `Upstream: ${new URL(upstreamUrl).origin}`,
-    );
-  }
+  const upstream = new URL(upstreamUrl).origin;
+  logger.info({ upstream }, `Upstream: ${upstream}`);
   if (started.metricsServer) announceMetrics(config, logger, started.metricsServer);
   warnAboutCredentials(config, logger);
   if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
@@ -388,7 +365,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
  * http.Server#close does) resets requests that clients are already sending on it.
  */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
-  const { server, metricsServer, client, health, sandbox, rateLimiter, redis, tracing } = started;
+  const { server, metricsServer, client, health, rateLimiter, redis, tracing } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -409,7 +386,7 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
       // Scraped until the drain is over, so the metrics cover the last requests.
       metricsServer?.close();
       metricsServer?.closeAllConnections();
-      await Promise.allSettled([client.close(), sandbox?.close(), rateLimiter?.close()]);
+      await Promise.allSettled([client.close(), rateLimiter?.close()]);
       redis?.disconnect();
       // Last: the spans of the requests that just drained are exported before the exit.
       await tracing?.shutdown().catch(() => {});
@@ -448,22 +425,7 @@ async function main() {
     }
   }
   if (config.workers > 1 && cluster.isPrimary) {
-    // The workers share one embedded sandbox, so they serve one set of data.
-    const sandbox = config.upstreamUrl
-      ? undefined
-      : await embedSandbox(config).catch(failedToStart);
-    if (sandbox) {
-      logger.info(
-        { upstream: 'sandbox', sandboxUrl: sandbox.url },
-        `Upstream: the built-in sandbox at ${sandbox.url}, shared by the workers`,
-      );
-    }
-    const clusterMetrics = runPrimary(
-      config,
-      logger,
-      config.workers,
-      sandbox ? { UPSTREAM_URL: sandbox.url, SANDBOX: '' } : {},
-    );
+    const clusterMetrics = runPrimary(config, logger, config.workers);
     // The primary holds the aggregate, so it serves a METRICS_PORT itself, until it exits.
     if (config.metricsPort !== undefined) {
       const metricsServer = await serveMetrics(config, config.metricsPort, clusterMetrics).catch(

@@ -10,7 +10,8 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const manifest = fileURLToPath(new URL('./src/gql/persisted-documents.json', import.meta.url));
 const origin = `http://localhost:${WEB_PORT}`;
 
-const facade = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+// `npm start`'s entry: the sandbox, then the facade in front of it.
+const facade = spawn(process.execPath, ['--import', 'tsx', 'scripts/dev.ts'], {
   cwd: root,
   stdio: 'inherit',
   env: {

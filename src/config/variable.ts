@@ -13,7 +13,6 @@ export const SECTIONS = [
   'persisted-documents',
   'operations',
   'tracing',
-  'sandbox',
 ] as const;
 
 export type Section = (typeof SECTIONS)[number];

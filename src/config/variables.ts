@@ -63,14 +63,14 @@ export const settingsSchema = z.object({
   }),
   nodeEnv: variable('NODE_ENV', z.string().trim().optional(), {
     section: 'server',
-    doc: '`production` hides field suggestions ("Did you mean …?") in validation messages, and refuses to start without `UPSTREAM_URL` unless `SANDBOX=true`',
+    doc: '`production` hides field suggestions ("Did you mean …?") in validation messages',
     accepted: 'any string; only `production` changes anything',
   }),
 
   upstreamUrl: variable('UPSTREAM_URL', upstreamUrl.optional(), {
     section: 'upstream',
     doc: 'base URL of the REST API; a path prefix is kept, trailing slashes are dropped',
-    default: 'unset: the built-in sandbox (in production only with `SANDBOX=true`)',
+    default: 'unset: the facade refuses to start (`npm start` sets it to the built-in sandbox)',
     accepted:
       'an `http` or `https` URL with a host, a port (if any) of 1–65535, and no user name, password, query or fragment',
     secret: true,
@@ -403,27 +403,6 @@ export const settingsSchema = z.object({
     sdkDisabled: variable('OTEL_SDK_DISABLED', bool.default(false), {
       section: 'tracing',
       doc: '`true` turns export off',
-    }),
-  }),
-
-  useSandbox: variable('SANDBOX', bool.optional(), {
-    section: 'sandbox',
-    doc: '`true` asks for the embedded sandbox (required for it in production; refused together with `UPSTREAM_URL`); `false` refuses it, so `UPSTREAM_URL` must be set',
-    default: 'unset: the sandbox when `UPSTREAM_URL` is unset, outside production',
-  }),
-  sandbox: z.object({
-    repositories: variable('SANDBOX_REPOSITORIES', int(0, 1_000_000).default(50), {
-      section: 'sandbox',
-      doc: 'repositories per account in the embedded sandbox',
-    }),
-    port: variable('SANDBOX_PORT', int(0, 65535).default(0), {
-      section: 'sandbox',
-      doc: 'port of the embedded sandbox',
-      default: '`0` (any free port)',
-    }),
-    faults: variable('SANDBOX_FAULTS', bool.default(false), {
-      section: 'sandbox',
-      doc: '`true` enables fault injection (`PUT <sandbox>/__sandbox/faults/<METHOD>/<path>`); for tests',
     }),
   }),
 });

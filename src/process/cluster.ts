@@ -70,12 +70,7 @@ const CRASH_MEMORY_MS = 60_000;
  * every worker's metrics, tells them when all are ready, and on SIGTERM drains them all and exits
  * once every one has exited. Returns the whole cluster's metrics, for a METRICS_PORT of its own.
  */
-export function runPrimary(
-  config: Config,
-  logger: Logger,
-  count: number,
-  env: Record<string, string>,
-): MetricsSource {
+export function runPrimary(config: Config, logger: Logger, count: number): MetricsSource {
   // The in-memory rate limit is kept here, so N workers share one budget per client.
   new RateLimiterClusterMaster();
   const aggregator = new AggregatorRegistry();
@@ -104,7 +99,7 @@ export function runPrimary(
   };
 
   const fork = () => {
-    const worker: Worker = cluster.fork(env);
+    const worker: Worker = cluster.fork();
     worker.on('listening', () => {
       started = true;
       listening.add(worker.id);

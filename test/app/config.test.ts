@@ -95,21 +95,13 @@ describe('start-up configuration', () => {
     expect(loadConfig({ HOST: 'facade.internal' }).host).toBe('facade.internal');
   });
 
-  it('refuses to serve the built-in sandbox in production unless SANDBOX=true', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/^UPSTREAM_URL: .*SANDBOX=true/);
-    expect(loadConfig({ NODE_ENV: 'production', SANDBOX: 'true' }).upstreamUrl).toBeUndefined();
+  // Tests and tools build apps without one; the process refuses to start (test/e2e/process.test.ts).
+  it('leaves UPSTREAM_URL unset when it is, in production too', () => {
     expect(
       loadConfig({ NODE_ENV: 'production', UPSTREAM_URL: 'https://api.example' }).upstreamUrl,
     ).toBe('https://api.example');
+    expect(loadConfig({ NODE_ENV: 'production' }).upstreamUrl).toBeUndefined();
     expect(loadConfig({}).upstreamUrl).toBeUndefined();
-  });
-
-  it('refuses SANDBOX settings that contradict UPSTREAM_URL', () => {
-    expect(() => loadConfig({ SANDBOX: 'true', UPSTREAM_URL: 'https://api.example' })).toThrow(
-      /^SANDBOX: /,
-    );
-    expect(() => loadConfig({ SANDBOX: 'false' })).toThrow(/^UPSTREAM_URL: /);
   });
 });
 

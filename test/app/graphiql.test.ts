@@ -113,16 +113,11 @@ describe('the GraphiQL page', () => {
   });
 
   it('is off with GRAPHIQL=false, and by default in production', async () => {
-    for (const config of [
-      { graphiql: false },
-      loadConfig({ NODE_ENV: 'production', SANDBOX: 'true' }),
-    ]) {
+    for (const config of [{ graphiql: false }, loadConfig({ NODE_ENV: 'production' })]) {
       const app = live.h.createApp({ config: { graphiql: config.graphiql } });
       const response = await page(app);
       expect(response.headers.get('content-type') ?? '').not.toMatch(/text\/html/);
     }
-    expect(loadConfig({ NODE_ENV: 'production', SANDBOX: 'true', GRAPHIQL: 'true' }).graphiql).toBe(
-      true,
-    );
+    expect(loadConfig({ NODE_ENV: 'production', GRAPHIQL: 'true' }).graphiql).toBe(true);
   });
 });

@@ -27,13 +27,14 @@ describe('the facade process, as `npm start` runs it', () => {
     expect(loadConfig({}).port).toBe(4000);
   });
 
-  it('says where it listens and that it fronts the built-in sandbox, in its first lines', () => {
-    const [first, second] = facade.lines;
-    expect(first?.msg).toMatch(/GraphQL facade \S+ listening on http:\/\/localhost:\d+\/graphql/);
-    expect(first?.level).toBe('info');
-    expect(first).toMatchObject({ version: PACKAGE_VERSION, node: process.version });
-    expect(second?.msg).toMatch(/built-in sandbox at http:\/\/127\.0\.0\.1:\d+/);
+  it('says that it fronts the built-in sandbox and where it listens, in its first lines', () => {
+    const [first, second, third] = facade.lines;
+    expect(first?.msg).toMatch(/^Upstream: the built-in sandbox at http:\/\/127\.0\.0\.1:\d+ /);
     expect(facade.sandboxUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(second?.msg).toMatch(/GraphQL facade \S+ listening on http:\/\/localhost:\d+\/graphql/);
+    expect(second?.level).toBe('info');
+    expect(second).toMatchObject({ version: PACKAGE_VERSION, node: process.version });
+    expect(third).toMatchObject({ upstream: facade.sandboxUrl });
   });
 
   it('answers repositories over HTTP, with a request id and one log line', async () => {
@@ -86,17 +87,22 @@ describe('configuration errors', () => {
   // What loadConfig refuses, and the message main.ts prints after "Invalid configuration: ", is
   // checked in-process (test/app/config.test.ts); one such case here proves the line itself. The
   // listen failures are main.ts's own: the variable each names is checked only here (PORT in the
-  // next test).
+  // next test). With UPSTREAM_URL the development entry starts no sandbox: the facade alone runs.
   it('stops start-up with one stderr line naming the variable, no secret, no stack, exit 1', async () => {
+    const upstream = { UPSTREAM_URL: 'http://127.0.0.1:9' };
     const cases: Array<[Record<string, string>, RegExp, string?]> = [
       [
-        { REDIS_URL: 'http://user:hunter2@cache:6379' },
+        { ...upstream, REDIS_URL: 'http://user:hunter2@cache:6379' },
         /^Invalid configuration: REDIS_URL: /,
         'hunter2',
       ],
-      [{ HOST: 'not-a-host' }, /^Cannot start: HOST: .*ENOTFOUND/],
+      [{ NODE_ENV: 'production' }, /^Invalid configuration: UPSTREAM_URL: not set/],
+      [{ ...upstream, HOST: 'not-a-host' }, /^Cannot start: HOST: .*ENOTFOUND/],
       [{ SANDBOX_PORT: String(busyPort) }, /^Cannot start: SANDBOX_PORT: .*EADDRINUSE/],
-      [{ METRICS_PORT: String(busyPort) }, /^Cannot start: METRICS_PORT: .*EADDRINUSE/],
+      [
+        { ...upstream, METRICS_PORT: String(busyPort) },
+        /^Cannot start: METRICS_PORT: .*EADDRINUSE/,
+      ],
     ];
     const results = await Promise.all(cases.map(([env]) => runFacade(env)));
     for (const [index, [env, pattern, secret]] of cases.entries()) {
@@ -113,8 +119,10 @@ describe('configuration errors', () => {
     }
   }, 60_000);
 
-  it('reports a busy port at once, before the sandbox, the workers and the warm-up', async () => {
-    const production = { NODE_ENV: 'production', SANDBOX: 'true', WARM_UP_MS: '60000' };
+  it('reports a busy port at once, before the workers and the warm-up', async () => {
+    // Never called: nothing starts before the port is found busy.
+    const upstream = 'http://127.0.0.1:9';
+    const production = { NODE_ENV: 'production', UPSTREAM_URL: upstream, WARM_UP_MS: '60000' };
     const runs = await Promise.all(
       ['1', '2'].map(async (workers) => {
         const began = Date.now();
@@ -130,7 +138,7 @@ describe('configuration errors', () => {
       expect(stderr, `WORKERS=${workers}`).toBe(
         `Cannot start: PORT: cannot listen on *:${busyPort}: the port is already in use (EADDRINUSE)\n`,
       );
-      // Nothing was started, so nothing was logged: no sandbox, no worker, no warm-up.
+      // Nothing was started, so nothing was logged: no worker, no warm-up.
       expect(stdout, `WORKERS=${workers}`).toBe('');
       // Far below the warm-up alone; what a process start costs on a busy machine is the rest.
       expect(ms, `WORKERS=${workers}`).toBeLessThan(20_000);
@@ -210,7 +218,7 @@ describe('shutdown on SIGTERM', () => {
     });
     expect(response.status).toBe(204);
   };
-  /** Once the embedded sandbox has received the facade's call, the request is in flight. */
+  /** Once `npm start`'s sandbox has received the facade's call, the request is in flight. */
   const upstreamReached = (facade: FacadeProcess) =>
     expect
       .poll(async () => {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -45,6 +45,12 @@ describe('a production install', () => {
     await facade?.stop(5_000);
     await sandbox?.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  // tsc compiles whatever src/ imports, even by a dynamic import: the product's build holds src/
+  // alone only if the production entry reaches neither the sandbox nor the benchmark.
+  it('holds the product alone, without the sandbox or the benchmark', () => {
+    expect(readdirSync(join(dir, 'dist'))).toEqual(['src']);
   });
 
   it("starts with the image's command and production settings and answers a query", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox } from '../../sandbox/server.js';
 import {
   type OtlpReceiver,
   type ReceivedSpan,
@@ -120,10 +121,11 @@ describe('OpenTelemetry tracing', () => {
   }, 60_000);
 
   it("exports none of the production warm-up's spans, and the first real request's", async () => {
+    const sandbox = await startSandbox();
     const facade = await startFacade(
       {
         NODE_ENV: 'production',
-        SANDBOX: 'true',
+        UPSTREAM_URL: sandbox.url,
         WORKERS: '1',
         WARM_UP_MS: '1500',
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
@@ -142,6 +144,7 @@ describe('OpenTelemetry tracing', () => {
       expect(answer.status).toBe(200);
     } finally {
       expect(await facade.stop()).toBe(0);
+      await sandbox.close();
     }
     const ours = receiver.spans.filter((span) => span.service === 'facade-warmed-up');
     // Hundreds of warm-up requests went through the app: only the real one's spans are exported.

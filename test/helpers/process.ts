@@ -6,7 +6,7 @@ export interface FacadeProcess {
   child: ChildProcess;
   port: number;
   url: string;
-  /** Set when the embedded sandbox runs. */
+  /** Set when `npm start`'s development entry started the sandbox (no UPSTREAM_URL). */
   sandboxUrl: string | undefined;
   /** Parsed JSON log lines so far (stdout). */
   lines: Array<Record<string, unknown>>;
@@ -18,20 +18,22 @@ export interface FacadeProcess {
   stop(waitMs?: number): Promise<number | string>;
 }
 
-/** Where and how the process starts: by default the sources through tsx, as `npm start` does. */
+/** Where and how the process starts: by default `npm start`'s entry, through tsx. */
 export interface StartOptions {
   timeoutMs?: number;
   /** Another checkout or install to run from (a production install, say). */
   cwd?: string;
-  /** Node's arguments; default: the TypeScript sources through tsx. */
+  /** Node's arguments; default: the development entry (scripts/dev.ts) through tsx. */
   entry?: string[];
 }
 
-const SOURCES = ['--import', 'tsx', 'src/main.ts'];
+// Without UPSTREAM_URL it starts the sandbox, then the facade in front of it; with one, it is the
+// production entry (src/main.ts) alone.
+const DEV_ENTRY = ['--import', 'tsx', 'scripts/dev.ts'];
 
 /** The facade's child process with its output collected as it comes. */
 function spawnFacade(env: Record<string, string>, options: StartOptions = {}) {
-  const child = spawn(process.execPath, options.entry ?? SOURCES, {
+  const child = spawn(process.execPath, options.entry ?? DEV_ENTRY, {
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(options.cwd ? { cwd: options.cwd } : {}),
@@ -68,7 +70,7 @@ export function runFacade(
   });
 }
 
-/** Starts the facade as `npm start` does; resolves once it has logged its port (and sandbox). */
+/** Starts the facade as `npm start` does; resolves once it has logged its port and upstream. */
 export async function startFacade(
   env: Record<string, string> = {},
   options: StartOptions = {},
@@ -101,9 +103,11 @@ export async function startFacade(
     }
     await sleep(50);
   }
-  // The sandbox line follows the listening line in the same tick.
-  while (!lines.some((line) => 'upstream' in line) && Date.now() < deadline) await sleep(20);
-  const port = Number(lines.find((line) => typeof line.port === 'number')?.port);
+  // The facade's upstream line follows its listening line in the same tick.
+  const listening = lines.findIndex((line) => typeof line.port === 'number');
+  while (!lines.slice(listening).some((line) => 'upstream' in line) && Date.now() < deadline)
+    await sleep(20);
+  const port = Number(lines[listening]?.port);
   const sandboxUrl = lines.find((line) => typeof line.sandboxUrl === 'string')?.sandboxUrl;
   return {
     child,
