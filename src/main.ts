@@ -19,7 +19,7 @@ import {
 import { warmUp } from './process/warm-up.js';
 import { connectRedis } from './redis.js';
 import { type ApqStore, createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
-import { createRateLimiter, divertible, type RateLimiter } from './security/use-rate-limit.js';
+import { createRateLimiter, type RateLimiter } from './security/use-rate-limit.js';
 import { VERSION } from './telemetry/build-info.js';
 import { createLogger, type Logger } from './telemetry/logger.js';
 import { createMetrics } from './telemetry/metrics.js';
@@ -179,9 +179,26 @@ interface Started {
   tracing: Tracing | undefined;
 }
 
+/**
+ * WARM_UP_MS: before anything that serves exists, so that nothing of the warm-up can reach the
+ * service's upstream, log, metrics, spans or rate limits: it has an app of its own
+ * (src/process/warm-up.ts). Off in development, where it would only delay every start.
+ */
+async function warmUpFirst(config: Config, logger: Logger): Promise<void> {
+  const began = performance.now();
+  const { requests, failed } = await warmUp(config).catch((error: unknown) => {
+    logger.warn({ err: error }, 'warm-up failed; serving without it');
+    return { requests: 0, failed: 0 };
+  });
+  const ms = Math.round(performance.now() - began);
+  logger.info({ requests, failed, ms }, `Warmed up: ${requests} requests in ${ms} ms`);
+  if (failed > 0) logger.warn({ failed }, 'warm-up: some operations failed');
+}
+
 async function start(config: ServingConfig, logger: Logger): Promise<Started> {
-  // First: its one-off memory must not come on top of the app's and the warm-up's.
+  // First: its one-off memory must not come on top of the warm-up's and the app's.
   await compileHttpParser();
+  if (config.warmUpMs > 0) await warmUpFirst(config, logger);
   const link = workerLink();
   // Before the server exists: the server span comes from patching node:http. Without an
   // endpoint the SDK is not even loaded.
@@ -220,9 +237,7 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     config.rateLimit.redisUrl && usesRedis
       ? await connectRedis(config.rateLimit.redisUrl, logger)
       : undefined;
-  const limiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
-  // Divertible: the warm-up's requests must take no points from anyone's budget.
-  const rateLimiter = limiter && divertible(limiter);
+  const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
   const redisReady = redis ? redisIsReady(redis, 5_000) : undefined;
   const apqStore = !config.apq.enabled
     ? undefined
@@ -245,28 +260,6 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     metricsSource: config.metricsPort === undefined ? link?.metrics : null,
     tracing,
   });
-
-  // Before listening, so before readiness: the request path is compiled before the first client
-  // request rather than during the first seconds of load. It must never call the upstream, and it
-  // must run before listen(): while it runs, the app's upstream calls go to a stand-in.
-  // WARM_UP_MS is 0 in development: there it would only delay every start and replaced worker.
-  if (config.warmUpMs > 0) {
-    const began = performance.now();
-    const { requests, failed } = await warmUp(config, {
-      app: yoga,
-      client,
-      logger,
-      metrics,
-      rateLimiter,
-      tracing,
-    }).catch((error: unknown) => {
-      logger.warn({ err: error }, 'warm-up failed; serving without it');
-      return { requests: 0, failed: 0 };
-    });
-    const ms = Math.round(performance.now() - began);
-    logger.info({ requests, failed, ms }, `Warmed up: ${requests} requests in ${ms} ms`);
-    if (failed > 0) logger.warn({ failed }, 'warm-up: some operations failed');
-  }
 
   // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
   // per-response bookkeeping out of here; it costs memory on every request of the process's life.

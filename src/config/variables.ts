@@ -311,7 +311,7 @@ export const settingsSchema = z.object({
   }),
   warmUpMs: variable('WARM_UP_MS', int(0, 120_000).optional(), {
     section: 'operations',
-    doc: 'how long each process may warm its request path before it listens (so before `/health` and `/readiness` answer): up to 20,000 representative requests through the serving app over loopback, against an in-process stand-in for the upstream, with no upstream call, request line, rate-limit point, span or metric left behind ([operations](operations.md#health-and-readiness)); `0` turns it off',
+    doc: 'how long each process may warm its request path before it builds the serving app and listens (so before `/health` and `/readiness` answer): up to 20,000 representative requests over loopback to an app of its own, built from the same settings, in front of an in-process stand-in for the upstream; no upstream call, request line, rate-limit point, span or metric comes of them ([operations](operations.md#health-and-readiness)); `0` turns it off',
     default: '`10000` with `NODE_ENV=production`, else `0`',
   }),
   readinessCheckUpstream: variable('READINESS_CHECK_UPSTREAM', bool.default(false), {

@@ -1,33 +1,14 @@
-import {
-  createServer,
-  type IncomingMessage,
-  type RequestListener,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Kind, OperationTypeNode, parse } from 'graphql';
 import { Pool } from 'undici';
-import { PATHS } from '../app.js';
+import { createApp, PATHS } from '../app.js';
 import type { Config } from '../config.js';
 import { createCredentialPolicy } from '../credentials.js';
 import { DOCUMENT_ID_PARAM } from '../documents.js';
-import { createRateLimiter, type DivertibleRateLimiter } from '../security/use-rate-limit.js';
-import { type Logger, muteRequestLines } from '../telemetry/logger.js';
-import type { Metrics } from '../telemetry/metrics.js';
-import type { Tracing } from '../telemetry/tracing.js';
-import type { UpstreamClient } from '../upstream/client.js';
+import { createRateLimiter } from '../security/use-rate-limit.js';
+import { createLogger } from '../telemetry/logger.js';
+import { UpstreamClient } from '../upstream/client.js';
 import { close, listen, origin } from './loopback.js';
-
-/** The serving app and what it acts on: the warm-up turns each effect away while it runs. */
-export interface WarmUpTarget {
-  /** The app that will serve (createApp's): its own request path is what gets compiled. */
-  app: RequestListener;
-  client: UpstreamClient;
-  logger: Logger;
-  metrics: Metrics;
-  rateLimiter?: DivertibleRateLimiter | undefined;
-  tracing?: Tracing | undefined;
-}
 
 export interface WarmUpLimits {
   /** Default: config.warmUpMs. */
@@ -37,50 +18,45 @@ export interface WarmUpLimits {
 }
 
 /**
- * Before the server listens (so before readiness is true): representative requests through the
- * serving app itself, over real HTTP on loopback, against an in-process stand-in for the upstream.
- * V8 then has the request path optimised when the first client arrives, instead of compiling it
- * during the first seconds of load (docs/performance.md, "The warm-up before listening").
+ * Before anything that serves exists: representative requests over real HTTP on loopback to an
+ * app built by createApp from the process's configuration, against a stand-in for the upstream on
+ * loopback. V8 then has the request path optimised when the first client arrives, instead of
+ * compiling it during the first seconds of load (docs/performance.md, "The warm-up before
+ * listening").
  *
- * It must be the serving app, not a second one built alike: graphql-jit compiles each app's
- * queries into functions of their own, and much of the facade's code is closures per app, which
- * a second app leaves cold. And it must look like real traffic (other headers, probes, GET,
- * connections that close): what the warm-up has not shown V8 deoptimises the optimised code the
- * first time a real client sends it, and the first seconds pay for compiling it again.
+ * The app is the warm-up's own, with its own client, log (written nowhere), metrics, rate limiter
+ * and APQ store, all dropped afterwards: nothing of it can reach the upstream, the service's log,
+ * metrics, spans, rate limits or Redis, and the serving objects need no way to be turned aside.
+ * What carries over is V8's: the compiled and optimised code of the modules both apps run.
  *
- * While it runs, the app's effects are turned away, and given back in `finally`:
- * - upstream calls go to the stand-in (`client.divert`), never to the configured upstream;
- * - rate-limit points come from a throwaway memory limiter, never from a client's budget, Redis
- *   or a cluster's primary;
- * - spans are dropped, not exported;
- * - its request lines are built but not written (`muteRequestLines`): they are not the
- *   service's; every other line is written;
- * - the metrics forget its traffic afterwards (`metrics.resetTraffic`).
- * Hence before listening only: a real request meanwhile would be answered by the stand-in.
+ * It must look like real traffic (other headers, probes, GET, connections that close): what the
+ * warm-up has not shown V8 deoptimises the optimised code the first time a real client sends it,
+ * and the first seconds pay for compiling it again.
  *
  * Bounded by time as well as by count, so a slow machine starts late by at most WARM_UP_MS. A
  * request that fails is counted, never thrown: warming must not keep the process from starting.
  */
 export async function warmUp(
   config: Config,
-  target: WarmUpTarget,
   { durationMs = config.warmUpMs, requests = WARM_UP_REQUESTS }: WarmUpLimits = {},
 ): Promise<{ requests: number; failed: number }> {
-  const { app, client, logger, metrics, rateLimiter, tracing } = target;
   const upstream = await listen(createServer(standInUpstream()));
-  const restores: (() => void)[] = [];
-  // Only where the app has a limiter to divert; with room for every warm-up request.
-  const limiter =
-    rateLimiter &&
-    (await createRateLimiter({ points: requests * 2, windowS: 60, redisUrl: undefined }));
+  const client = new UpstreamClient({ baseUrl: origin(upstream), ...config.upstream });
+  // In memory, with room for every warm-up request: the limiter's code runs, never a 429.
+  const rateLimiter =
+    config.rateLimit.points > 0
+      ? await createRateLimiter({ points: requests * 2, windowS: 60, redisUrl: undefined })
+      : undefined;
+  const app = createApp({
+    config,
+    client,
+    // Its lines are built as the service's are, so that code is warmed too, and then dropped.
+    logger: createLogger(config.logLevel, { write() {} }),
+    rateLimiter,
+  });
   let server: Server | undefined;
   let pool: Pool | undefined;
   try {
-    restores.push(client.divert(origin(upstream)));
-    if (rateLimiter && limiter) restores.push(rateLimiter.divert(limiter));
-    if (tracing) restores.push(tracing.mute());
-    restores.push(muteRequestLines(logger));
-
     server = await listen(createServer(app));
     const through = new Pool(origin(server), {
       connections: CONCURRENCY,
@@ -111,9 +87,8 @@ export async function warmUp(
   } finally {
     await pool?.close();
     if (server) await close(server);
-    for (const restore of restores.reverse()) restore();
-    metrics.resetTraffic();
-    await limiter?.close();
+    await client.close();
+    await rateLimiter?.close();
     await close(upstream);
   }
 }

@@ -133,32 +133,6 @@ function wrap({ store, client, address, close, logger, redis }: Stores): RateLim
   };
 }
 
-/** A limiter the warm-up can point elsewhere while it runs (src/process/warm-up.ts). */
-export interface DivertibleRateLimiter extends RateLimiter {
-  /**
-   * Until the returned function is called, requests take their points from `to`: the warm-up's
-   * requests must take none from a real client's budget, nor reach Redis or a cluster's primary.
-   */
-  divert(to: RateLimiter): () => void;
-}
-
-export function divertible(limiter: RateLimiter): DivertibleRateLimiter {
-  let target = limiter;
-  return {
-    store: limiter.store,
-    consume: (key, points) => target.consume(key, points),
-    consumeAddress: (address, points) => target.consumeAddress(address, points),
-    ready: (timeoutMs) => limiter.ready(timeoutMs),
-    close: () => limiter.close(),
-    divert(to) {
-      target = to;
-      return () => {
-        target = limiter;
-      };
-    },
-  };
-}
-
 export interface ClientKeyOptions {
   /** Take the client's address from the last X-Forwarded-For entry (one trusted proxy hop). */
   trustProxy: boolean;

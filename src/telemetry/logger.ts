@@ -61,15 +61,9 @@ export function createLogger(
   destination?: DestinationStream,
   withTraceIds = false,
 ): Logger {
-  const gate = { requestLinesMuted: false };
   const options = {
     ...(withTraceIds ? { mixin: traceIds } : {}),
     level,
-    // A muted request line is built in full and then not written (see muteRequestLines).
-    hooks: {
-      streamWrite: (line: string) =>
-        gate.requestLinesMuted && line.includes(REQUEST_LINE_MARK) ? '' : line,
-    },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: boundedError },
@@ -84,30 +78,11 @@ export function createLogger(
   };
   // Asynchronous writes keep a write(2) per request line off the request path; main.ts flushes
   // before the process exits, or the last lines are lost.
-  const logger = pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
-  gates.set(logger, gate);
-  return logger;
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }
 
 /** The message of the request log's lines (src/telemetry/use-request-log.ts). */
 export const REQUEST_MESSAGE = 'request';
-// As pino writes it: a field's value cannot forge it, since JSON escapes the quotes in strings.
-const REQUEST_LINE_MARK = `"msg":"${REQUEST_MESSAGE}"`;
-const gates = new WeakMap<Logger, { requestLinesMuted: boolean }>();
-
-/**
- * The warm-up's (src/process/warm-up.ts): until the returned function is called, the request
- * log's lines are built as usual (so that code is warmed too) but not written; every other line
- * is. A logger createLogger did not build is left as it is.
- */
-export function muteRequestLines(logger: Logger): () => void {
-  const gate = gates.get(logger);
-  if (!gate) return () => {};
-  gate.requestLinesMuted = true;
-  return () => {
-    gate.requestLinesMuted = false;
-  };
-}
 
 /** A logger that drops everything: the default of apps built by tests and tools. */
 export function silentLogger(): Logger {

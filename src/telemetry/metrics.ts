@@ -16,12 +16,6 @@ export interface Metrics {
   observeOperation(type: string | undefined, name: string | undefined, seconds: number): void;
   /** One executed operation by the client that sent it (`apollographql-client-name` / `-version`). */
   countClientOperation(client: ClientIdentity): void;
-  /**
-   * Forgets the traffic counted so far (requests, operations, errors, upstream calls, breaker
-   * transitions, the operation names and client pairs seen), after the warm-up: its requests are
-   * not the service's. The build, the breaker's state and the process's own figures stay.
-   */
-  resetTraffic(): void;
 }
 
 /** What a caller says it is, from Apollo's client identity headers; bounded strings. */
@@ -66,8 +60,8 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ['version', 'node'],
     registers: [registry],
   }).set({ version: VERSION, node: process.version }, 1);
-  let operationName = boundedNames(OPERATION_NAMES);
-  let clientPair = boundedNames(CLIENT_PAIRS, Number.POSITIVE_INFINITY);
+  const operationName = boundedNames(OPERATION_NAMES);
+  const clientPair = boundedNames(CLIENT_PAIRS, Number.POSITIVE_INFINITY);
 
   const errors = new Counter({
     name: 'graphql_errors_total',
@@ -120,21 +114,8 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers: [registry],
   });
 
-  const traffic = [
-    errors,
-    upstreamCalls,
-    breakerTransitions,
-    upstreamDuration,
-    operations,
-    clientOperations,
-  ];
   return {
     registry,
-    resetTraffic() {
-      for (const metric of traffic) metric.reset();
-      operationName = boundedNames(OPERATION_NAMES);
-      clientPair = boundedNames(CLIENT_PAIRS, Number.POSITIVE_INFINITY);
-    },
     countClientOperation({ name = 'unknown', version = 'unknown' }) {
       if (clientPair(`${name}\u0000${version}`) === OTHER) {
         clientOperations.inc({ clientName: OTHER, clientVersion: OTHER });

@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 import type { Tracer } from '@opentelemetry/api';
-import type { SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import type { TracingConfig } from '../config.js';
 
 /** The running OpenTelemetry SDK: the tracer the facade's spans come from, and its shutdown. */
@@ -10,11 +9,6 @@ export interface Tracing {
   setHttpRoute(route: string): void;
   /** Exports what is still buffered; called on the way out. */
   shutdown(): Promise<void>;
-  /**
-   * Drops every span that ends until the returned function is called: the warm-up's requests
-   * (src/process/warm-up.ts) are not the service's, and their spans must not reach the collector.
-   */
-  mute(): () => void;
 }
 
 export const TRACER_NAME = 'graphql-rest-facade';
@@ -70,23 +64,13 @@ export async function startTracing(
     url: config.endpoint,
     headers: config.headers,
   });
-  const batch = new BatchSpanProcessor(exporter);
-  let muted = false;
-  const processor: SpanProcessor = {
-    onStart: (span, parent) => batch.onStart(span, parent),
-    onEnd: (span) => {
-      if (!muted) batch.onEnd(span);
-    },
-    forceFlush: () => batch.forceFlush(),
-    shutdown: () => batch.shutdown(),
-  };
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
       ...config.resourceAttributes,
       'service.name': config.serviceName,
     }),
     sampler: root,
-    spanProcessors: [processor],
+    spanProcessors: [new BatchSpanProcessor(exporter)],
   });
   // The W3C trace-context and baggage propagators, and an AsyncLocalStorage context manager.
   provider.register();
@@ -115,11 +99,5 @@ export async function startTracing(
       if (metadata?.type === RPCType.HTTP) metadata.route = route;
     },
     shutdown: () => provider.shutdown(),
-    mute() {
-      muted = true;
-      return () => {
-        muted = false;
-      };
-    },
   };
 }

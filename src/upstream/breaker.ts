@@ -29,11 +29,6 @@ export type BreakerState = 'closed' | 'open' | 'half_open';
 
 export interface Breaker {
   run<T>(attempt: () => Promise<T>): Promise<T>;
-  /**
-   * Closed, its count of faults forgotten, as when it was created; without a state change to
-   * report. For the warm-up's end: its calls went to a stand-in and prove nothing of the upstream.
-   */
-  reset(): void;
 }
 
 /**
@@ -46,45 +41,35 @@ export function createBreaker(
   cooldownMs: number,
   onChange?: (state: BreakerState) => void,
 ): Breaker {
-  if (threshold <= 0) return { run: (attempt) => attempt(), reset: () => {} };
-  const create = () => {
-    const policy = circuitBreaker(
-      // The trial call of a half-open circuit whose client went away proved nothing: the circuit
-      // stays open rather than closing on no evidence (cockatiel closes on an unhandled error).
-      handleWhen(
-        (error) =>
-          isUpstreamFault(error) ||
-          (error instanceof UpstreamError &&
-            error.cancelled &&
-            policy.state === CircuitState.HalfOpen),
-      ),
-      { halfOpenAfter: cooldownMs, breaker: new ConsecutiveBreaker(threshold) },
-    );
-    if (onChange) {
-      policy.onBreak(() => onChange('open'));
-      policy.onHalfOpen(() => onChange('half_open'));
-      policy.onReset(() => onChange('closed'));
-    }
-    return policy;
-  };
-  let policy = create();
-  // One `run` for the breaker's life, whatever reset() does: a new function there would undo the
-  // optimised code of every caller that the warm-up compiled.
+  if (threshold <= 0) return { run: (attempt) => attempt() };
+  const policy = circuitBreaker(
+    // The trial call of a half-open circuit whose client went away proved nothing: the circuit
+    // stays open rather than closing on no evidence (cockatiel closes on an unhandled error).
+    handleWhen(
+      (error) =>
+        isUpstreamFault(error) ||
+        (error instanceof UpstreamError &&
+          error.cancelled &&
+          policy.state === CircuitState.HalfOpen),
+    ),
+    { halfOpenAfter: cooldownMs, breaker: new ConsecutiveBreaker(threshold) },
+  );
+  if (onChange) {
+    policy.onBreak(() => onChange('open'));
+    policy.onHalfOpen(() => onChange('half_open'));
+    policy.onReset(() => onChange('closed'));
+  }
   return {
     run: (attempt) =>
       policy.execute(attempt).catch((error: unknown) => {
         throw isBrokenCircuitError(error) ? new CircuitOpenError(cooldownMs) : error;
       }),
-    reset: () => {
-      policy = create();
-    },
   };
 }
 
-/** Circuits by upstream operation; `reset()` resets every one of them. */
+/** Circuits by upstream operation. */
 export interface RouteBreakers {
   run<T>(route: string, attempt: () => Promise<T>): Promise<T>;
-  reset(): void;
 }
 
 /**
@@ -111,10 +96,6 @@ export function createRouteBreakers(
         circuits.set(route, circuit);
       }
       return circuit.run(attempt);
-    },
-    // Each circuit keeps its `run` (see createBreaker): reset, not replaced.
-    reset() {
-      for (const circuit of circuits.values()) circuit.reset();
     },
   };
 }

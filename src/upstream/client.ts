@@ -108,7 +108,7 @@ interface Outgoing<Out> {
 export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #dispatcher: Dispatcher;
-  #origin: string;
+  readonly #origin: string;
   readonly #prefix: string;
   readonly #breakers: RouteBreakers;
   readonly #server: { address: string; port: number };
@@ -207,21 +207,6 @@ export class UpstreamClient {
 
   async close(): Promise<void> {
     await this.#dispatcher.close();
-  }
-
-  /**
-   * The warm-up's (src/process/warm-up.ts): every call goes to `origin`, a stand-in on loopback,
-   * until the returned function is called; that also resets the circuit breakers, so nothing the
-   * stand-in answered counts against the real upstream. Only before the server listens: a call
-   * made meanwhile for a real client would get the stand-in's answer.
-   */
-  divert(origin: string): () => void {
-    const real = this.#origin;
-    this.#origin = new URL(origin).origin;
-    return () => {
-      this.#origin = real;
-      this.#breakers.reset();
-    };
   }
 
   /** One HTTP exchange; it throws only coded UpstreamErrors, which the breaker judges. */

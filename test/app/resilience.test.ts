@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fault } from '../../sandbox/server.js';
-import { UpstreamError } from '../../src/errors.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
-import { CircuitOpenError, createBreaker } from '../../src/upstream/breaker.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { createHarness, upstreamRequests, useHarness } from '../helpers/harness.js';
 import { freePort, type Listening, listen } from '../helpers/net.js';
@@ -376,20 +374,5 @@ describe('cancellation and the breaker', () => {
     expect(text).toMatch(
       /upstream_calls_total\{route="GET \/git\/v1\/repo",status="cancelled"\} 4/,
     );
-  });
-});
-
-describe('circuit breaker reset (the warm-up diverts calls to a stand-in, then resets it)', () => {
-  it('closes an open circuit and forgets its faults', async () => {
-    const breaker = createBreaker(2, 60_000);
-    const fault = () =>
-      Promise.reject(new UpstreamError('UPSTREAM_ERROR', { status: 503, message: 'down' }));
-    for (let i = 0; i < 2; i++) await expect(breaker.run(fault)).rejects.toThrow('down');
-    await expect(breaker.run(async () => 'ok')).rejects.toBeInstanceOf(CircuitOpenError);
-    breaker.reset();
-    expect(await breaker.run(async () => 'ok')).toBe('ok');
-    // One fault after the reset does not open it: the count started again.
-    await expect(breaker.run(fault)).rejects.toThrow('down');
-    expect(await breaker.run(async () => 'ok')).toBe('ok');
   });
 });
