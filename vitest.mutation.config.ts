@@ -12,7 +12,6 @@ export default defineConfig({
     exclude: [
       'node_modules/**',
       // Benchmarks and builds written as tests: they reach no guard module.
-      'test/app/memory.test.ts',
       'test/app/deploy.test.ts',
       'test/app/example-web.test.ts',
       'test/app/schema.test.ts',

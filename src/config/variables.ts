@@ -331,7 +331,7 @@ export const settingsSchema = z.object({
   ),
   federatedTracing: variable('FEDERATED_TRACING', bool.default(false), {
     section: 'operations',
-    doc: "`true`: a request with `apollo-federation-include-trace: ftv1` gets `extensions.ftv1` (Apollo's federated trace); off by default because the plugin wraps every field's resolver, which costs every request ([performance.md](performance.md#federated-tracing-ftv1))",
+    doc: "`true`: a request with `apollo-federation-include-trace: ftv1` gets `extensions.ftv1` (Apollo's federated trace); off by default because the plugin wraps every field's resolver, which costs every request ([performance.md](performance.md#tracing))",
   }),
 
   // OpenTelemetry's own variables, as its specification defines them (only the trace exporter's).

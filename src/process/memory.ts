@@ -7,7 +7,7 @@ import { close, listen, origin } from './loopback.js';
  * undici parses HTTP with llhttp compiled to WebAssembly, and V8 compiles it on the first
  * connection, holding its compiler's memory for a moment. Left to the first upstream call,
  * that happens once the app is built and under the warm-up's load, and sets the process's peak
- * (docs/performance.md, "Heap growth"). This makes one request over loopback to a server of its
+ * (docs/performance.md, "The parser's compile at start"). This makes one request over loopback to a server of its
  * own, never to the upstream, so that it happens before the app is built. It must run before
  * anything else makes an undici request. A machine without loopback skips it: the compile then
  * happens at the first call, as it would anyway.
