@@ -124,6 +124,16 @@ export class UpstreamBudgetError extends FacadeError {
   }
 }
 
+/**
+ * A persisted document (an APQ hash, a trusted-document id) the facade does not know. HTTP 200,
+ * as Apollo's protocol has it: clients read the code from the body and resend the document.
+ */
+export function persistedQueryNotFound(): FacadeError {
+  return new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
+    http: { status: 200 },
+  });
+}
+
 /** The one status -> code table of the contract. */
 export function codeForStatus(status: number): ErrorCode {
   if (status === 400 || status === 422) return 'BAD_USER_INPUT';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
 import { persistedQueryHash } from '../documents.js';
-import { FacadeError } from '../errors.js';
+import { FacadeError, persistedQueryNotFound } from '../errors.js';
 import { requestState } from '../request-state.js';
 import type { Logger } from '../telemetry/logger.js';
 
@@ -195,12 +195,6 @@ export function createRedisApqStore(
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
-// 200, as Apollo's protocol has it: clients read the code from the body and resend the document.
-const notFound = () =>
-  new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
-    http: { status: 200 },
-  });
-
 // Apollo's code for a mismatch is not in the contract: it is the caller's input, wrongly hashed.
 const mismatch = () =>
   new FacadeError(
@@ -227,7 +221,7 @@ export function useApq(store: ApqStore): Plugin {
       const { query } = params;
       if (query == null) {
         const document = SHA256_HEX.test(hash) ? await store.get(hash) : null;
-        if (document == null) throw notFound();
+        if (document == null) throw persistedQueryNotFound();
         setParams({ ...params, query: document });
         return;
       }

@@ -1,7 +1,7 @@
 import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import { DOCUMENT_ID_PARAM, persistedQueryHash } from '../documents.js';
-import { FacadeError } from '../errors.js';
+import { FacadeError, persistedQueryNotFound } from '../errors.js';
 
 export interface TrustedDocumentsOptions {
   /** id -> document text, as @graphql-codegen/client-preset's persisted-documents.json has it. */
@@ -55,12 +55,6 @@ function withoutPersistedQuery(params: GraphQLParams): GraphQLParams {
   return { ...params, extensions: rest };
 }
 
-// 200, as Apollo's protocol has it: clients read the code from the body and resend the document.
-const notFound = () =>
-  new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
-    http: { status: 200 },
-  });
-
 const onlyTrusted = () =>
   new FacadeError(
     'PERSISTED_QUERY_ONLY',
@@ -82,7 +76,7 @@ export function useTrustedDocuments({ documents, only }: TrustedDocumentsOptions
     extractPersistedOperationId: (params, request) => documentIdOf(params, request) ?? null,
     getPersistedOperation: (id) => find(id) ?? null,
     customErrors: {
-      notFound,
+      notFound: persistedQueryNotFound,
       persistedQueryOnly: onlyTrusted,
       keyNotFound: onlyTrusted,
     },
