@@ -121,6 +121,22 @@ describe('trusted documents (PERSISTED_DOCUMENTS_ONLY=true)', () => {
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
   });
 
+  it('answers PERSISTED_QUERY_NOT_FOUND with 200 under graphql-response+json too', async () => {
+    for (const body of [{ documentId: UNKNOWN }, { extensions: apq(UNKNOWN) }]) {
+      const response = await h.app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+        },
+        body: JSON.stringify(body),
+      });
+      // Apollo's clients resend the document on this code only when the answer is a 200.
+      expect(response.status).toBe(200);
+      expect(codeOf((await response.json()) as Body)).toBe('PERSISTED_QUERY_NOT_FOUND');
+    }
+  });
+
   it('refuses a document sent as text with PERSISTED_QUERY_ONLY and no upstream call', async () => {
     const cases = [
       await post(h.app, { query: ARBITRARY }),
