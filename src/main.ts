@@ -53,6 +53,29 @@ function readConfig(): ServingConfig {
   return { ...config, upstreamUrl };
 }
 
+type ListenVariables = { port: string; host: string };
+
+/**
+ * Listens, or fails with the start-up line that names the variable behind the port or the host.
+ * `node:http` servers are `net` servers, so the probe below and the real servers share it.
+ */
+async function listenOn(
+  server: NetServer,
+  port: number,
+  host: string | undefined,
+  variables: ListenVariables,
+): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch((error: unknown) => {
+    throw listenFailure(error, variables, `${host ?? '*'}:${port}`);
+  });
+}
+
 /**
  * Binds the port for a moment and lets it go: a busy port fails start-up at once, not after the
  * parser compile, the workers and the warm-up. The real listen still reports a port taken in
@@ -61,16 +84,12 @@ function readConfig(): ServingConfig {
 async function checkPortFree(
   port: number,
   host: string | undefined,
-  variables: { port: string; host: string },
+  variables: ListenVariables,
 ): Promise<void> {
   if (port === 0) return;
   const probe = new NetServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', reject);
-    probe.listen(port, host, () => probe.close(() => resolve()));
-  }).catch((error: unknown) => {
-    throw listenFailure(error, variables, `${host ?? '*'}:${port}`);
-  });
+  await listenOn(probe, port, host, variables);
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
 }
 
 /** Where the URL shows a password (REDIS_URL may), only its scheme, host and port are logged. */
@@ -138,19 +157,7 @@ function createHttpServer(config: Config, handler: RequestListener): Server {
 /** /metrics on a port of its own (METRICS_PORT), on the same HOST. */
 async function serveMetrics(config: Config, port: number, source: MetricsSource): Promise<Server> {
   const server = createHttpServer(config, metricsListener(source, PATHS.metrics));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  }).catch((error: unknown) => {
-    throw listenFailure(
-      error,
-      { port: 'METRICS_PORT', host: 'HOST' },
-      `${config.host ?? '*'}:${port}`,
-    );
-  });
+  await listenOn(server, port, config.host, { port: 'METRICS_PORT', host: 'HOST' });
   return server;
 }
 
@@ -261,22 +268,10 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     tracing,
   });
 
-  // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. Keep
-  // per-response bookkeeping out of here; it costs memory on every request of the process's life.
+  // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. The only
+  // per-response bookkeeping here is createHttpServer's count of requests in progress.
   const server = createHttpServer(config, yoga);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  }).catch((error: unknown) => {
-    throw listenFailure(
-      error,
-      { port: 'PORT', host: 'HOST' },
-      `${config.host ?? '*'}:${config.port}`,
-    );
-  });
+  await listenOn(server, config.port, config.host, { port: 'PORT', host: 'HOST' });
   const metricsServer =
     config.metricsPort !== undefined && !link
       ? await serveMetrics(config, config.metricsPort, registrySource(metrics.registry))
