@@ -12,7 +12,10 @@ import './dev-servers.js';
  * can compose it as a subgraph. `_service.sdl` carries the `@key`s; introspection does not.
  */
 export const schema = builder.toSubGraphSchema({
-  // The newest version that @apollo/composition (held at 2.14, docs/federation.md) composes.
-  linkUrl: 'https://specs.apollo.dev/federation/v2.14',
+  // v2.9: the first version with the IBM cost directives (@cost, @listSize) that routers' demand
+  // control reads, and the newest that @theguild/federation-composition (Hive's registry and
+  // gateway) accepts; Apollo's and Cosmo's composers take it too. A newer version buys nothing the
+  // subgraph uses and locks out Hive (test/app/composition.test.ts composes with all three).
+  linkUrl: 'https://specs.apollo.dev/federation/v2.9',
   federationDirectives: ['@key', '@shareable'],
 });

@@ -6,7 +6,7 @@ import { parse } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 
 export const relayTypeDefs = `
-extend schema @link(url: "https://specs.apollo.dev/federation/v2.14", import: ["@shareable"])
+extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@shareable"])
 
 type Query {
   node(id: ID!): Node
@@ -46,6 +46,22 @@ type Tag @shareable {
   message: String
 }
 `;
+
+/**
+ * Reads both subgraphs in one operation: the facade's two repository lists, the neighbour's
+ * connection and `Node`, and the `Tag` both define (`@shareable`), from each side.
+ */
+export const spanningQuery = `{
+  repositories(limit: 2) { total items { id tags { name target } } }
+  repositoriesConnection(first: 2) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    edges { node { id tags { name target } } }
+  }
+  labels(first: 2) { pageInfo { hasNextPage endCursor } edges { node { id name } } }
+  releaseTags { name target message }
+  node(id: "label-1") { id ... on Label { name } }
+}`;
 
 const labels = ['bug', 'feature', 'docs'].map((name, index) => ({ id: `label-${index}`, name }));
 
