@@ -10,12 +10,9 @@ import {
   costCoordinates,
   withCostDirectives,
 } from '../helpers/composers.js';
-import { relayTypeDefs, spanningQuery } from '../helpers/relay-subgraph.js';
+import { facadeSelection, relayTypeDefs, spanningQuery } from '../helpers/relay-subgraph.js';
 
-const FACADE_QUERY = `{
-  repositories(limit: 2) { total items { id defaultBranch tags { name } } }
-  repositoriesConnection(first: 2) { totalCount edges { cursor node { id } } }
-}`;
+const FACADE_QUERY = `{${facadeSelection}\n}`;
 
 const SETS = ['alone', 'beside the Relay-style neighbour'] as const;
 const VARIANTS = ['as served', 'with @cost and @listSize'] as const;

@@ -9,10 +9,16 @@ import {
   composeSupergraph,
   type SubgraphSource,
 } from '../../scripts/supergraph.js';
-import { type Gateway, startGateway } from '../helpers/gateway.js';
+import { compose } from '../helpers/composers.js';
+import { type Gateway, startGateway, startHiveGateway } from '../helpers/gateway.js';
 import { postGraphQL, useHarness } from '../helpers/harness.js';
 import { type Listening, listen } from '../helpers/net.js';
-import { createRelayApp } from '../helpers/relay-subgraph.js';
+import {
+  createRelayApp,
+  facadeSelection,
+  neighbourAnswer,
+  spanningQuery,
+} from '../helpers/relay-subgraph.js';
 
 const HEADERS = { authorization: 'Bearer federation-test', 'x-request-id': 'federation-test-1' };
 
@@ -63,8 +69,9 @@ describe('federation', () => {
 
   it('answers _service { sdl } with keys that say the facade cannot fetch by key', () => {
     const sdl = subgraphs[0]?.sdl ?? '';
-    expect(sdl).toContain(
-      '@link(url: "https://specs.apollo.dev/federation/v2.14", import: ["@key", "@shareable"])',
+    // The version every composer accepts (test/app/composition.test.ts).
+    expect(sdl).toMatch(
+      /@link\(url: "https:\/\/specs\.apollo\.dev\/federation\/v2\.9", import: \["@key", "@shareable"/,
     );
     expect(sdl).toMatch(/type Repository\s+@key\(fields: "id", resolvable: false\)/);
     expect(sdl).toMatch(/type DomainVerification\s+@key\(fields: "id", resolvable: false\)/);
@@ -136,39 +143,82 @@ describe('federation', () => {
     },
   );
 
-  it('composes with a Relay-style subgraph of its own PageInfo, Node and Tag, and answers across both', async () => {
-    const relay = await listen(createRelayApp());
-    let relayGateway: Gateway | undefined;
-    try {
-      const all = [...subgraphs, { name: 'relay', url: relay.url, sdl: await fetchSdl(relay.url) }];
-      relayGateway = await startGateway(composeSupergraph(all));
-      const answer = await post(
-        relayGateway.url,
-        `{
-          repositoriesConnection(first: 2) {
-            pageInfo { hasNextPage endCursor }
-            edges { node { id tags { name target } } }
+  describe('through Apollo Gateway and Hive Gateway', () => {
+    // Each supergraph that a gateway in the npm registry serves: @apollo/composition's and the
+    // Guild's. Cosmo's composition (test/app/composition.test.ts) is router configuration for
+    // Cosmo's own router, which is not an npm package.
+    const composers = ['apollo', 'guild'] as const;
+    const sets = ['alone', 'beside the Relay-style neighbour'] as const;
+    const gateways = { 'Apollo Gateway': startGateway, 'Hive Gateway': startHiveGateway };
+    const cases = composers.flatMap((composer) =>
+      sets.flatMap((set) =>
+        (Object.keys(gateways) as Array<keyof typeof gateways>).map((gateway) => ({
+          composer,
+          set,
+          gateway,
+        })),
+      ),
+    );
+    const supergraphs = new Map<string, string>();
+    let relay: Listening;
+
+    beforeAll(async () => {
+      relay = await listen(createRelayApp());
+      const neighbour = { name: 'relay', url: relay.url, sdl: await fetchSdl(relay.url) };
+      for (const composer of composers) {
+        for (const set of sets) {
+          const facadeSource = subgraphs[0] as SubgraphSource;
+          const result = compose(
+            composer,
+            set === 'alone' ? [facadeSource] : [facadeSource, neighbour],
+          );
+          if (!result.supergraphSdl) {
+            throw new Error(
+              `${composer} did not compose the facade ${set}:\n${result.errors.join('\n')}`,
+            );
           }
-          labels(first: 2) { pageInfo { hasNextPage endCursor } edges { node { id name } } }
-          releaseTags { name target message }
-          node(id: "label-1") { id ... on Label { name } }
-        }`,
-      );
-      expect(answer.errors).toBeUndefined();
-      const data = answer.data as {
-        repositoriesConnection: { pageInfo: { hasNextPage: boolean }; edges: unknown[] };
-        labels: { pageInfo: { hasNextPage: boolean; endCursor: string } };
-        releaseTags: Array<{ name: string }>;
-        node: { id: string; name: string };
-      };
-      expect(data.repositoriesConnection.edges).toHaveLength(2);
-      expect(data.repositoriesConnection.pageInfo.hasNextPage).toBe(true);
-      expect(data.labels.pageInfo).toEqual({ hasNextPage: true, endCursor: 'label-1' });
-      expect(data.releaseTags[0]?.name).toBe('v1.0.0');
-      expect(data.node).toEqual({ id: 'label-1', name: 'feature' });
-    } finally {
-      await Promise.allSettled([relayGateway?.close(), relay.close()]);
-    }
+          supergraphs.set(`${composer} ${set}`, result.supergraphSdl);
+        }
+      }
+    });
+
+    afterAll(async () => {
+      await relay?.close();
+    });
+
+    it.each(cases)(
+      'answers through $gateway from the $composer supergraph, $set, with the facade’s own upstream requests',
+      async ({ composer, set, gateway }) => {
+        const served = await gateways[gateway](supergraphs.get(`${composer} ${set}`) ?? '');
+        try {
+          const direct = await upstreamSeen(facade.url, `{${facadeSelection}\n}`);
+          expect(direct.answer.errors).toBeUndefined();
+          const query = set === 'alone' ? `{${facadeSelection}\n}` : spanningQuery;
+          const { answer, seen } = await upstreamSeen(served.url, query);
+          expect(answer.errors).toBeUndefined();
+          expect(answer.data).toEqual({
+            ...direct.answer.data,
+            ...(set === 'alone' ? {} : neighbourAnswer),
+          });
+          const data = answer.data as { repositoriesConnection: { edges: unknown[] } };
+          expect(data.repositoriesConnection.edges).toHaveLength(2);
+          // The facade's share, as one operation with the caller's credentials and request id.
+          const byRoute = (
+            a: { route: string; query: unknown },
+            b: { route: string; query: unknown },
+          ) => JSON.stringify(a).localeCompare(JSON.stringify(b));
+          expect(seen.sort(byRoute)).toEqual(direct.seen.sort(byRoute));
+          for (const request of seen) {
+            expect(request).toMatchObject({
+              authorization: HEADERS.authorization,
+              requestId: HEADERS['x-request-id'],
+            });
+          }
+        } finally {
+          await served.close();
+        }
+      },
+    );
   });
 
   it('passes the caller’s trace through the gateway and the facade to the REST API', async () => {

@@ -1,7 +1,10 @@
-// A real federation gateway for the tests: @apollo/gateway plans and executes over the supergraph;
-// graphql-yoga is only its HTTP front (@apollo/server is not a dependency of this project).
+// Real federation gateways for the tests. @apollo/gateway plans and executes over the supergraph,
+// with graphql-yoga only as its HTTP front (@apollo/server is not a dependency of this project);
+// Hive Gateway (@graphql-hive/gateway-runtime) is a server of its own.
 import { createHash } from 'node:crypto';
 import { ApolloGateway, RemoteGraphQLDataSource } from '@apollo/gateway';
+import { createGatewayRuntime, type GatewayConfig } from '@graphql-hive/gateway-runtime';
+import { buildHTTPExecutor } from '@graphql-tools/executor-http';
 import { getOperationAST, print } from 'graphql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import { type Listening, listen } from './net.js';
@@ -164,4 +167,53 @@ export async function startGateway(supergraphSdl: string): Promise<Gateway> {
     },
   };
   return served;
+}
+
+/**
+ * Hive Gateway's `http` transport, which it otherwise imports from @graphql-mesh/transport-http
+ * (a dependency of the @graphql-hive/gateway CLI, not of the runtime): what that package does for
+ * a plain HTTP subgraph, through the gateway's own fetch so that `propagateHeaders` applies.
+ */
+const httpTransport: NonNullable<GatewayConfig['transports']> = {
+  http: {
+    getSubgraphExecutor: ({ transportEntry, fetch, getDisposeReason }) =>
+      buildHTTPExecutor({
+        endpoint: transportEntry.location ?? '',
+        ...(fetch ? { fetch } : {}),
+        ...(getDisposeReason ? { getDisposeReason } : {}),
+      }),
+  },
+};
+
+/**
+ * Serves the supergraph with Hive Gateway on a loopback port: no polling, no Hive or GraphOS
+ * reporting, the same headers forwarded as @apollo/gateway's (`propagateHeaders`, as
+ * docs/federation.md tells a platform team).
+ */
+export async function startHiveGateway(supergraphSdl: string): Promise<Listening> {
+  const runtime = createGatewayRuntime({
+    supergraph: supergraphSdl,
+    logging: false,
+    graphiql: false,
+    // Subgraph errors pass on with their codes, as from @apollo/gateway.
+    maskedErrors: false,
+    transports: httpTransport,
+    propagateHeaders: {
+      fromClientToSubgraphs: ({ request }) =>
+        Object.fromEntries(
+          FORWARDED_HEADERS.flatMap((name) => {
+            const value = request.headers.get(name);
+            return value === null ? [] : [[name, value]];
+          }),
+        ),
+    },
+  });
+  const http = await listen(runtime);
+  return {
+    url: http.url,
+    async close() {
+      await http.close();
+      await runtime.dispose();
+    },
+  };
 }

@@ -47,21 +47,35 @@ type Tag @shareable {
 }
 `;
 
-/**
- * Reads both subgraphs in one operation: the facade's two repository lists, the neighbour's
- * connection and `Node`, and the `Tag` both define (`@shareable`), from each side.
- */
-export const spanningQuery = `{
+/** The facade's share of spanningQuery: both repository lists, each with the facade's `Tag`. */
+export const facadeSelection = `
   repositories(limit: 2) { total items { id tags { name target } } }
   repositoriesConnection(first: 2) {
     totalCount
     pageInfo { hasNextPage endCursor }
     edges { node { id tags { name target } } }
-  }
+  }`;
+
+/** The neighbour's share of spanningQuery: its connection, its `Node` and its own `Tag`. */
+export const neighbourSelection = `
   labels(first: 2) { pageInfo { hasNextPage endCursor } edges { node { id name } } }
   releaseTags { name target message }
-  node(id: "label-1") { id ... on Label { name } }
-}`;
+  node(id: "label-1") { id ... on Label { name } }`;
+
+/** What the neighbour answers to neighbourSelection. */
+export const neighbourAnswer = {
+  labels: {
+    pageInfo: { hasNextPage: true, endCursor: 'label-1' },
+    edges: [{ node: { id: 'label-0', name: 'bug' } }, { node: { id: 'label-1', name: 'feature' } }],
+  },
+  releaseTags: [{ name: 'v1.0.0', target: 'abc123', message: 'First release' }],
+  node: { id: 'label-1', name: 'feature' },
+};
+
+/**
+ * Reads both subgraphs in one operation, the `Tag` both define (`@shareable`) from each side.
+ */
+export const spanningQuery = `{${facadeSelection}${neighbourSelection}\n}`;
 
 const labels = ['bug', 'feature', 'docs'].map((name, index) => ({ id: `label-${index}`, name }));
 
