@@ -193,6 +193,7 @@ describe('federation', () => {
         try {
           const direct = await upstreamSeen(facade.url, `{${facadeSelection}\n}`);
           expect(direct.answer.errors).toBeUndefined();
+          expect(direct.seen.length).toBeGreaterThan(0);
           const query = set === 'alone' ? `{${facadeSelection}\n}` : spanningQuery;
           const { answer, seen } = await upstreamSeen(served.url, query);
           expect(answer.errors).toBeUndefined();
