@@ -3,8 +3,7 @@
 // Hive Gateway (@graphql-hive/gateway-runtime) is a server of its own.
 import { createHash } from 'node:crypto';
 import { ApolloGateway, RemoteGraphQLDataSource } from '@apollo/gateway';
-import { createGatewayRuntime, type GatewayConfig } from '@graphql-hive/gateway-runtime';
-import { buildHTTPExecutor } from '@graphql-tools/executor-http';
+import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 import { getOperationAST, print } from 'graphql';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import { type Listening, listen } from './net.js';
@@ -170,22 +169,6 @@ export async function startGateway(supergraphSdl: string): Promise<Gateway> {
 }
 
 /**
- * Hive Gateway's `http` transport, which it otherwise imports from @graphql-mesh/transport-http
- * (a dependency of the @graphql-hive/gateway CLI, not of the runtime): what that package does for
- * a plain HTTP subgraph, through the gateway's own fetch so that `propagateHeaders` applies.
- */
-const httpTransport: NonNullable<GatewayConfig['transports']> = {
-  http: {
-    getSubgraphExecutor: ({ transportEntry, fetch, getDisposeReason }) =>
-      buildHTTPExecutor({
-        endpoint: transportEntry.location ?? '',
-        ...(fetch ? { fetch } : {}),
-        ...(getDisposeReason ? { getDisposeReason } : {}),
-      }),
-  },
-};
-
-/**
  * Serves the supergraph with Hive Gateway on a loopback port: no polling, no Hive or GraphOS
  * reporting, the same headers forwarded as @apollo/gateway's (`propagateHeaders`, as
  * docs/federation.md tells a platform team).
@@ -197,7 +180,6 @@ export async function startHiveGateway(supergraphSdl: string): Promise<Listening
     graphiql: false,
     // Subgraph errors pass on with their codes, as from @apollo/gateway.
     maskedErrors: false,
-    transports: httpTransport,
     propagateHeaders: {
       fromClientToSubgraphs: ({ request }) =>
         Object.fromEntries(
