@@ -1,5 +1,4 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
 import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
@@ -33,6 +32,7 @@ import { useTrustedDocuments } from './security/use-trusted-documents.js';
 import { type Logger, silentLogger, yogaLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import type { Tracing } from './telemetry/tracing.js';
+import { useFederatedTracing } from './telemetry/use-federated-tracing.js';
 import { useRequestLog } from './telemetry/use-request-log.js';
 import { useTracing } from './telemetry/use-tracing.js';
 import { useUpstreamCalls } from './telemetry/use-upstream-calls.js';
@@ -168,9 +168,9 @@ export function createPipeline({
       'upstreamCalls',
       useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     ),
-    // A gateway's `extensions.ftv1`, when it sends `apollo-federation-include-trace: ftv1`. Opt-in:
-    // the plugin wraps every field's resolver, which costs every request (docs/performance.md).
-    stage('federatedTracing', config.federatedTracing && (useApolloInlineTrace() as Plugin)),
+    // A gateway's `extensions.ftv1`, when it sends `apollo-federation-include-trace: ftv1`: such a
+    // request runs over a traced copy of the schema, so after `jit`, whose executor it replaces.
+    stage('federatedTracing', config.federatedTracing && useFederatedTracing()),
     // Around parse, validate and execute: their spans, under the server span.
     stage('tracing', tracing && useTracing(tracing, PATHS.graphql)),
     // Last, around the response.
