@@ -32,7 +32,7 @@ async function fetchSdl(url: string): Promise<string> {
 }
 
 describe('federation', () => {
-  const harness = useHarness({ config: { federatedTracing: true } });
+  const harness = useHarness();
   let facade: Listening;
   let catalog: Listening;
   let gateway: Gateway;
