@@ -1,6 +1,7 @@
 import SchemaBuilder from '@pothos/core';
 import DirectivePlugin from '@pothos/plugin-directives';
 import FederationPlugin from '@pothos/plugin-federation';
+import RelayPlugin from '@pothos/plugin-relay';
 import ValidationPlugin from '@pothos/plugin-validation';
 import type { Context } from '../context.js';
 import { BadUserInputError, formatPath } from '../errors.js';
@@ -9,11 +10,26 @@ export const builder = new SchemaBuilder<{
   Context: Context;
   DefaultFieldNullability: false;
   DefaultInputFieldRequiredness: false;
+  DefaultEdgesNullability: false;
+  DefaultNodeNullability: false;
 }>({
   // Federation only annotates types (the `@key`s); the directives plugin turns annotations into
   // AST nodes, which is how they reach the subgraph SDL that `_service { sdl }` answers.
-  plugins: [DirectivePlugin, ValidationPlugin, FederationPlugin],
+  plugins: [DirectivePlugin, ValidationPlugin, FederationPlugin, RelayPlugin],
   defaultFieldNullability: false,
+  // Connection types only (no Node interface, no `node`/`nodes` fields). PageInfo is one type per
+  // schema, so its options live here; a value type other subgraphs define too: @shareable.
+  relay: {
+    pageInfoTypeOptions: { shareable: true, description: 'Relay page information.' },
+    hasNextPageFieldOptions: { description: 'Whether more edges follow.' },
+    hasPreviousPageFieldOptions: { description: 'Whether edges precede.' },
+    startCursorFieldOptions: { description: 'The cursor of the first edge.' },
+    endCursorFieldOptions: { description: 'The cursor of the last edge; pass it as `after`.' },
+    pageInfoFieldOptions: { description: 'Where this page stands.' },
+    cursorFieldOptions: { description: 'An opaque cursor for this position.' },
+    defaultConnectionTypeOptions: { shareable: true },
+    defaultEdgeTypeOptions: { shareable: true },
+  },
   validation: {
     // Every rule failure becomes one BAD_USER_INPUT naming each path the way a client writes it.
     validationError: (failure) => {

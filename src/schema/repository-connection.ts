@@ -6,13 +6,16 @@ import { fieldPath } from './selection.js';
 
 // The repository list as a Relay connection, over the same per-request loader as `repositories`.
 // Cursors are opaque base64url offsets; only ones this API issued are accepted.
+//
+// @pothos/plugin-relay builds the types (RepositoryConnection, RepositoryEdge, PageInfo); the
+// field, its arguments and its cursors are ours, because the plugin's would break the contract:
+// `t.connection` always adds `last` and `before`; `resolveOffsetConnection` issues other cursors
+// (base64 of `OffsetConnection:<n>`), clamps a `first` above the maximum instead of refusing it,
+// asks the upstream for `first + 1` items, fails a bad `first` or `after` with an error that is
+// not BAD_USER_INPUT, and gives an empty page non-null cursors.
 
-interface RepositoryEdge {
-  cursor: string;
-  node: Repository;
-}
 interface RepositoryConnection {
-  edges: RepositoryEdge[];
+  edges: { cursor: string; node: Repository }[];
   pageInfo: {
     hasNextPage: boolean;
     hasPreviousPage: boolean;
@@ -22,52 +25,26 @@ interface RepositoryConnection {
   totalCount: number;
 }
 
-const PageInfoRef = builder.objectRef<RepositoryConnection['pageInfo']>('PageInfo').implement({
-  // A value type other subgraphs may define too: @shareable, so that they compose.
-  shareable: true,
-  description: 'Relay page information.',
-  fields: (t) => ({
-    hasNextPage: t.exposeBoolean('hasNextPage', { description: 'Whether more edges follow.' }),
-    hasPreviousPage: t.exposeBoolean('hasPreviousPage', { description: 'Whether edges precede.' }),
-    startCursor: t.exposeString('startCursor', {
-      nullable: true,
-      description: 'The cursor of the first edge.',
-    }),
-    endCursor: t.exposeString('endCursor', {
-      nullable: true,
-      description: 'The cursor of the last edge; pass it as `after`.',
-    }),
-  }),
-});
-
-const RepositoryEdgeRef = builder.objectRef<RepositoryEdge>('RepositoryEdge').implement({
-  // A value type other subgraphs may define too: @shareable, so that they compose.
-  shareable: true,
-  description: 'A repository and its cursor.',
-  fields: (t) => ({
-    cursor: t.exposeString('cursor', { description: 'An opaque cursor for this position.' }),
-    // Exposed, not resolved, as in repositories.ts: no resolver call per edge.
-    node: t.expose('node', { type: RepositoryRef, description: 'The repository.' }),
-  }),
-});
-
-const RepositoryConnectionRef = builder
-  .objectRef<RepositoryConnection>('RepositoryConnection')
-  .implement({
-    // A value type other subgraphs may define too: @shareable, so that they compose.
-    shareable: true,
+const RepositoryConnectionRef = builder.connectionObject(
+  {
+    name: 'RepositoryConnection',
+    type: RepositoryRef,
     description: 'The repository list as a Relay connection.',
+    edgesField: { description: 'The edges of this page.' },
     fields: (t) => ({
-      edges: t.expose('edges', {
-        type: [RepositoryEdgeRef],
-        description: 'The edges of this page.',
-      }),
-      pageInfo: t.expose('pageInfo', { type: PageInfoRef, description: 'Where this page stands.' }),
-      totalCount: t.exposeInt('totalCount', {
+      totalCount: t.int({
         description: 'How many repositories there are in all.',
+        // The plugin types the parent as its own shape, which has no totalCount.
+        resolve: (connection) => (connection as RepositoryConnection).totalCount,
       }),
     }),
-  });
+  },
+  {
+    name: 'RepositoryEdge',
+    description: 'A repository and its cursor.',
+    nodeField: { description: 'The repository.' },
+  },
+);
 
 const CURSOR_PREFIX = 'repositories:';
 const encodeCursor = (offset: number) =>

@@ -172,4 +172,22 @@ describe('repositoriesConnection', () => {
     }
     expect(upstreamRequests(h.sandbox)).toHaveLength(0);
   });
+
+  it('keeps its cursor format, so a cursor a client stored still pages', async () => {
+    const cursor = (offset: number) => Buffer.from(`repositories:${offset}`).toString('base64url');
+    const result = await h.gql<Connection>(PAGE, { first: 2, after: cursor(4) });
+    expect(result.data?.repositoriesConnection.edges.map((e) => e.cursor)).toEqual([
+      cursor(5),
+      cursor(6),
+    ]);
+    expect(result.data?.repositoriesConnection.pageInfo).toMatchObject({
+      startCursor: cursor(5),
+      endCursor: cursor(6),
+    });
+    const empty = await h.gql<Connection>(PAGE, { first: 0 });
+    expect(empty.data?.repositoriesConnection.pageInfo).toMatchObject({
+      startCursor: null,
+      endCursor: null,
+    });
+  });
 });
