@@ -16,6 +16,8 @@ type Page = Record<Encoding, { etag: string; body: ArrayBuffer }>;
  * stale drag offset that GraphiQL's stylesheet hides only until the tab has focus: pressing the
  * mouse on a tab focuses it, the tab jumps away from the pointer, and the click is lost. Tabs stay
  * where they are laid out; dragging still reorders them, without the tab following the pointer.
+ * A stylesheet of the page, not an edit of GraphiQL; the focus-bound rule it overrides is the same in
+ * the GraphiQL Yoga bundles (5.2.0) and in graphiql 5.4.0 (@graphiql/react 0.39.1).
  */
 const TAB_FIX = '<style>.graphiql-tab{transform:none!important}</style>';
 
@@ -27,6 +29,12 @@ const TAB_FIX = '<style>.graphiql-tab{transform:none!important}</style>';
  * one-operation document runs as is. It edits GraphiQL's minified run action (`f`: the name the
  * user picked, `c`: the name worked out, `E`: the document): `patchGraphiQL` throws when the text
  * is not found, and the graphiql test fails on an upgrade that changes it.
+ * No option of GraphiQL or Yoga avoids it (a fixed `operationName` prop is sent as is, and `''`
+ * matches no operation) and no release fixes it: `run` sends the debounced name in the GraphiQL
+ * Yoga bundles (5.2.0), in graphiql 5.4.0 (@graphiql/react 0.39.1) and on GraphiQL's v6 branch
+ * (graphql/graphiql#1807).
+ * Drop the edit once @graphql-yoga/render-graphiql bundles a GraphiQL that works the name out
+ * from the document it sends.
  */
 const OPERATION_NAME_FIX = {
   find: 'operationName:f??c}',
