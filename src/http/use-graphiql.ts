@@ -30,7 +30,8 @@ const TAB_FIX = '<style>.graphiql-tab{transform:none!important}</style>';
  * user picked, `c`: the name worked out, `E`: the document): `patchGraphiQL` throws when the text
  * is not found, and the graphiql test fails on an upgrade that changes it.
  * No option of GraphiQL or Yoga avoids it (a fixed `operationName` prop is sent as is, and `''`
- * matches no operation) and no release fixes it: `run` sends the debounced name in the GraphiQL
+ * matches no operation), no page script can (Yoga's fetcher resolves the operation from the
+ * name before it fetches, so the error is raised before any request) and no release fixes it: `run` sends the debounced name in the GraphiQL
  * Yoga bundles (5.2.0), in graphiql 5.4.0 (@graphiql/react 0.39.1) and on GraphiQL's v6 branch
  * (graphql/graphiql#1807).
  * Drop the edit once @graphql-yoga/render-graphiql bundles a GraphiQL that works the name out
