@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
 import { variablesOf } from './config/variable.js';
 import { type Settings, settingsSchema } from './config/variables.js';
 import { credentialSettingsProblem } from './credentials.js';
@@ -42,6 +43,8 @@ function derive(settings: Settings) {
       addressPoints: values.rateLimit.addressPoints ?? values.rateLimit.points,
     },
     tracing: tracingConfig(otel),
+    /** OTEL_PROPAGATORS: what of the caller's trace context reaches the upstream. */
+    propagators: otel.propagators ?? (['tracecontext', 'baggage'] as const),
     apq: {
       ...values.apq,
       // APQ would run documents the manifest does not hold.
@@ -52,26 +55,20 @@ function derive(settings: Settings) {
 }
 
 /**
- * The OpenTelemetry specification's rules: the signal's own variable wins over the general one,
- * and the general endpoint is a base to which `/v1/traces` is appended. No endpoint, no export.
+ * Whether spans are exported, and with which of the two exporters: the exporter itself reads the
+ * endpoint, headers, timeout and compression, with the specification's precedence. No endpoint,
+ * no export (the specification's default, localhost:4318, would export to whatever listens there).
  */
 function tracingConfig(otel: Settings['otel']) {
   if (otel.sdkDisabled || otel.exporter === 'none') return undefined;
-  const endpoint =
-    otel.tracesEndpoint ?? (otel.endpoint && `${otel.endpoint.replace(/\/+$/, '')}/v1/traces`);
-  if (!endpoint) return undefined;
+  if (!otel.tracesEndpoint && !otel.endpoint) return undefined;
   return {
-    /** The full URL spans are POSTed to (`.../v1/traces`). */
-    endpoint,
     protocol: otel.tracesProtocol ?? otel.protocol,
-    headers: { ...otel.headers, ...otel.tracesHeaders },
-    // The specification's order: OTEL_SERVICE_NAME, then service.name in the resource attributes.
-    serviceName:
-      otel.serviceName ?? otel.resourceAttributes?.['service.name'] ?? 'graphql-rest-facade',
-    resourceAttributes: otel.resourceAttributes ?? {},
-    sampler: otel.sampler,
-    /** The ratio of the traceidratio samplers. */
-    samplerRatio: otel.samplerRatio,
+    /** Only to blank them out of a start-up error, parsed as the exporter parses them. */
+    headers: {
+      ...parseKeyPairsIntoRecord(otel.headers),
+      ...parseKeyPairsIntoRecord(otel.tracesHeaders),
+    },
   };
 }
 

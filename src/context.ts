@@ -4,7 +4,7 @@ import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config.js';
 import { createCredentialPolicy } from './credentials.js';
 import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
-import { incomingTraceContext } from './telemetry/trace-context.js';
+import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
@@ -60,6 +60,7 @@ export function createContextFactory({
   txtResolver = createTxtResolver(config.dns, tracer),
 }: ContextDeps) {
   const credentials = createCredentialPolicy(config);
+  const propagator = createPropagator(config.propagators);
   // What the upstream's short answers taught about its page size, for every request's plans.
   const pageCap = createPageCap();
   return (initial: YogaInitialContext): RequestContext => {
@@ -72,7 +73,7 @@ export function createContextFactory({
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
       budget: requestBudget(initial.request, config.maxUpstreamCalls),
-      trace: incomingTraceContext(headers),
+      trace: incomingTraceContext(propagator, headers),
       forwarded: credentials.forwardedHeaders(headers),
     };
     return {

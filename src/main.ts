@@ -210,11 +210,12 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
   // Before the server exists: the server span comes from patching node:http. Without an
   // endpoint the SDK is not even loaded.
   const tracing = config.tracing
-    ? await (await import('./telemetry/tracing.js')).startTracing(config.tracing, [
-        PATHS.health,
-        PATHS.readiness,
-        PATHS.metrics,
-      ])
+    ? await (await import('./telemetry/tracing.js')).startTracing(
+        config.tracing,
+        config.propagators,
+        [PATHS.health, PATHS.readiness, PATHS.metrics],
+        logger,
+      )
     : undefined;
   const { upstreamUrl } = config;
   const metrics = createMetrics({

@@ -241,48 +241,23 @@ export const tracesExporter = z
   .toLowerCase()
   .pipe(z.enum(['otlp', 'none'], 'must be otlp or none (the only exporters built in)'));
 
-const SAMPLERS = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-] as const;
+/**
+ * An OpenTelemetry variable the SDK reads itself, from the same environment: declared for the
+ * docs (and, for a secret, to keep it out of start-up errors), passed through unparsed.
+ */
+export const sdkReads = () => z.string().optional();
 
-export const sampler = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .pipe(z.enum(SAMPLERS, `must be one of ${SAMPLERS.join(', ')}`));
-
-export const ratio = z
-  .string()
-  .trim()
-  .regex(/^(?:0|1|0?\.\d+|1\.0*)$/, 'must be a ratio between 0 and 1')
-  .transform(Number);
-
-// OpenTelemetry's `key1=value1,key2=value2`, values percent-encoded (W3C Baggage's format).
-export const keyValues = z.string().transform((value, ctx) => {
-  const out: Record<string, string> = {};
-  for (const pair of value.split(',')) {
-    if (pair.trim() === '') continue;
-    const mark = pair.indexOf('=');
-    const key = mark > 0 ? pair.slice(0, mark).trim() : '';
-    let decoded: string | undefined;
-    try {
-      decoded = mark > 0 ? decodeURIComponent(pair.slice(mark + 1).trim()) : undefined;
-    } catch {
-      decoded = undefined;
-    }
-    if (key === '' || decoded === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'must be key=value pairs separated by commas' });
-      return z.NEVER;
-    }
-    out[key] = decoded;
-  }
-  return out;
-});
+// OTEL_PROPAGATORS: the W3C propagators @opentelemetry/core has; `none` carries no context.
+export const propagators = list.pipe(
+  z
+    .array(
+      z.enum(
+        ['tracecontext', 'baggage', 'none'],
+        'must be tracecontext, baggage or none (b3, jaeger, xray and ottrace are not built in)',
+      ),
+    )
+    .transform((names) => [...new Set(names.filter((name) => name !== 'none'))]),
+);
 
 // A document id: what @graphql-codegen/client-preset writes (`sha256:<hex>`, the GraphQL over
 // HTTP draft's form, or SHA-1 hex) or a custom hash function's output; bounded, since it travels

@@ -9,15 +9,14 @@ import {
   forwardHeaders,
   host,
   int,
-  keyValues,
   LOG_LEVELS,
   manifestFile,
   origins,
   otlpProtocol,
   otlpUrl,
-  ratio,
+  propagators,
   redisUrl,
-  sampler,
+  sdkReads,
   tracesExporter,
   upstreamUrl,
   workers,
@@ -334,7 +333,9 @@ export const settingsSchema = z.object({
     doc: "a request with `apollo-federation-include-trace: ftv1` (a gateway's, when it samples) gets `extensions.ftv1`, Apollo's federated trace with each field's timing and errors; a request without the header pays nothing for it. `false`: never",
   }),
 
-  // OpenTelemetry's own variables, as its specification defines them (only the trace exporter's).
+  // OpenTelemetry's own variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/).
+  // Those the facade reads to decide its wiring are parsed here; the others the SDK reads itself,
+  // from the same environment, and are declared only for the docs and to keep secrets unechoed.
   otel: z.object({
     endpoint: variable('OTEL_EXPORTER_OTLP_ENDPOINT', otlpUrl.optional(), {
       section: 'tracing',
@@ -360,41 +361,6 @@ export const settingsSchema = z.object({
       default: 'unset: `OTEL_EXPORTER_OTLP_PROTOCOL`',
       accepted: '`http/protobuf`, `http/json` (gRPC is not built in)',
     }),
-    headers: variable('OTEL_EXPORTER_OTLP_HEADERS', keyValues.optional(), {
-      section: 'tracing',
-      doc: 'headers of the export requests, such as an API key',
-      accepted: '`key=value,key2=value2`, values percent-encoded; never echoed',
-      secret: true,
-    }),
-    tracesHeaders: variable('OTEL_EXPORTER_OTLP_TRACES_HEADERS', keyValues.optional(), {
-      section: 'tracing',
-      doc: 'headers of the span export requests; both apply, this one wins per key',
-      accepted: '`key=value,key2=value2`, values percent-encoded; never echoed',
-      secret: true,
-    }),
-    serviceName: variable('OTEL_SERVICE_NAME', z.string().trim().min(1).max(255).optional(), {
-      section: 'tracing',
-      doc: '`service.name` of the spans',
-      default: '`service.name` of `OTEL_RESOURCE_ATTRIBUTES`, else `graphql-rest-facade`',
-      accepted: '1–255 characters',
-    }),
-    resourceAttributes: variable('OTEL_RESOURCE_ATTRIBUTES', keyValues.optional(), {
-      section: 'tracing',
-      doc: 'further resource attributes (`deployment.environment=prod,team=web`)',
-      accepted: '`key=value` pairs, values percent-encoded',
-    }),
-    sampler: variable('OTEL_TRACES_SAMPLER', sampler.default('parentbased_always_on'), {
-      section: 'tracing',
-      doc: 'which traces are recorded',
-      default: "`parentbased_always_on` (the caller's decision, else all)",
-      accepted:
-        '`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off`, `parentbased_traceidratio`',
-    }),
-    samplerRatio: variable('OTEL_TRACES_SAMPLER_ARG', ratio.default(1), {
-      section: 'tracing',
-      doc: 'the ratio of the `traceidratio` samplers',
-      accepted: '0–1',
-    }),
     exporter: variable('OTEL_TRACES_EXPORTER', tracesExporter.default('otlp'), {
       section: 'tracing',
       doc: '`none` turns export off',
@@ -403,6 +369,49 @@ export const settingsSchema = z.object({
     sdkDisabled: variable('OTEL_SDK_DISABLED', bool.default(false), {
       section: 'tracing',
       doc: '`true` turns export off',
+    }),
+    propagators: variable('OTEL_PROPAGATORS', propagators.optional(), {
+      section: 'tracing',
+      doc: "the trace context carried from the caller to the upstream, exported or not: `tracecontext` is W3C `traceparent` and `tracestate`, `baggage` is W3C `baggage` (a caller's baggage can hold what the REST API should not see: leave it out)",
+      default: '`tracecontext,baggage`',
+      accepted: '`tracecontext`, `baggage`, comma-separated, or `none`',
+    }),
+    headers: variable('OTEL_EXPORTER_OTLP_HEADERS', sdkReads(), {
+      section: 'tracing',
+      doc: 'headers of the export requests, such as an API key (read by the exporter)',
+      accepted: '`key=value,key2=value2`, values percent-encoded; never echoed',
+      secret: true,
+    }),
+    tracesHeaders: variable('OTEL_EXPORTER_OTLP_TRACES_HEADERS', sdkReads(), {
+      section: 'tracing',
+      doc: 'headers of the span export requests; both apply, this one wins per key (read by the exporter)',
+      accepted: '`key=value,key2=value2`, values percent-encoded; never echoed',
+      secret: true,
+    }),
+    serviceName: variable('OTEL_SERVICE_NAME', sdkReads(), {
+      section: 'tracing',
+      doc: '`service.name` of the spans (read by the SDK)',
+      default: '`service.name` of `OTEL_RESOURCE_ATTRIBUTES`, else `graphql-rest-facade`',
+      accepted: 'a name',
+    }),
+    resourceAttributes: variable('OTEL_RESOURCE_ATTRIBUTES', sdkReads(), {
+      section: 'tracing',
+      doc: 'further resource attributes (`deployment.environment=prod,team=web`) (read by the SDK)',
+      accepted:
+        '`key=value` pairs, values percent-encoded; the SDK drops them all when one is malformed',
+    }),
+    sampler: variable('OTEL_TRACES_SAMPLER', sdkReads(), {
+      section: 'tracing',
+      doc: 'which traces are recorded (read by the SDK)',
+      default: "`parentbased_always_on` (the caller's decision, else all)",
+      accepted:
+        '`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off`, `parentbased_traceidratio`',
+    }),
+    samplerRatio: variable('OTEL_TRACES_SAMPLER_ARG', sdkReads(), {
+      section: 'tracing',
+      doc: 'the ratio of the `traceidratio` samplers (read by the SDK)',
+      default: '`1`',
+      accepted: '0–1',
     }),
   }),
 });

@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import type { Tracer } from '@opentelemetry/api';
 import type { TracingConfig } from '../config.js';
+import type { Logger } from './logger.js';
+import { createPropagator, type PropagatorName } from './trace-context.js';
 
 /** The running OpenTelemetry SDK: the tracer the facade's spans come from, and its shutdown. */
 export interface Tracing {
@@ -14,26 +16,24 @@ export interface Tracing {
 export const TRACER_NAME = 'graphql-rest-facade';
 
 /**
- * Starts the SDK from `config.tracing`. The SDK and its exporters are imported here, on demand:
- * without an endpoint the process never loads them, and its request path carries no span work.
- * Must run before the HTTP server handles a request: the server span comes from
- * @opentelemetry/instrumentation-http, which patches node:http's Server when it is enabled.
+ * Starts the SDK when `config.tracing` says spans are exported. The SDK and its exporters are
+ * imported here, on demand: without an endpoint the process never loads them, and its request
+ * path carries no span work. The SDK reads the rest of its `OTEL_*` variables itself: the
+ * exporter its endpoint, headers, timeout and compression, the provider the sampler and span
+ * limits, the batch processor `OTEL_BSP_*`, the environment detector the service name and
+ * resource attributes. Must run before the HTTP server handles a request: the server span comes
+ * from @opentelemetry/instrumentation-http, which patches node:http's Server when it is enabled.
  */
 export async function startTracing(
   config: TracingConfig,
+  propagators: readonly PropagatorName[],
   probePaths: readonly string[],
+  logger: Logger,
 ): Promise<Tracing> {
   const [
-    {
-      NodeTracerProvider,
-      BatchSpanProcessor,
-      ParentBasedSampler,
-      TraceIdRatioBasedSampler,
-      AlwaysOnSampler,
-      AlwaysOffSampler,
-    },
+    { NodeTracerProvider, BatchSpanProcessor },
     { getRPCMetadata, RPCType },
-    { resourceFromAttributes },
+    { defaultResource, detectResources, envDetector, resourceFromAttributes },
     { registerInstrumentations },
     { HttpInstrumentation },
     exporters,
@@ -50,30 +50,27 @@ export async function startTracing(
     import('@opentelemetry/api'),
   ]);
 
-  const ratio = new TraceIdRatioBasedSampler(config.samplerRatio);
-  const root = {
-    always_on: new AlwaysOnSampler(),
-    always_off: new AlwaysOffSampler(),
-    traceidratio: ratio,
-    parentbased_always_on: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
-    parentbased_always_off: new ParentBasedSampler({ root: new AlwaysOffSampler() }),
-    parentbased_traceidratio: new ParentBasedSampler({ root: ratio }),
-  }[config.sampler];
-
-  const exporter = new exporters.OTLPTraceExporter({
-    url: config.endpoint,
-    headers: config.headers,
-  });
+  // The SDK reports a bad value of the variables it reads (and then uses its default), and a
+  // failed export, through its diagnostic logger: into the log, as warnings and errors.
+  const fields = { component: 'opentelemetry' };
+  api.diag.setLogger(
+    {
+      error: (message) => logger.error(fields, message),
+      warn: (message) => logger.warn(fields, message),
+      info: () => {},
+      debug: () => {},
+      verbose: () => {},
+    },
+    api.DiagLogLevel.WARN,
+  );
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({
-      ...config.resourceAttributes,
-      'service.name': config.serviceName,
-    }),
-    sampler: root,
-    spanProcessors: [new BatchSpanProcessor(exporter)],
+    resource: defaultResource()
+      .merge(resourceFromAttributes({ 'service.name': TRACER_NAME }))
+      .merge(detectResources({ detectors: [envDetector] })),
+    spanProcessors: [new BatchSpanProcessor(new exporters.OTLPTraceExporter())],
   });
-  // The W3C trace-context and baggage propagators, and an AsyncLocalStorage context manager.
-  provider.register();
+  // The OTEL_PROPAGATORS propagators, and an AsyncLocalStorage context manager.
+  provider.register({ propagator: createPropagator(propagators) });
 
   const probes = new Set(probePaths);
   registerInstrumentations({

@@ -10,7 +10,7 @@ import {
 import { Agent, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
-import { childTraceHeaders, type TraceContext } from '../telemetry/trace-context.js';
+import { injectTraceContext, type TraceContext } from '../telemetry/trace-context.js';
 import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
 import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
@@ -303,10 +303,9 @@ export class UpstreamClient {
     if (request.body !== null) headers['content-type'] = 'application/json';
     if (call.authorization) headers.authorization = call.authorization;
     if (call.requestId) headers['x-request-id'] = call.requestId;
-    // With an SDK the client span is the parent the upstream sees; without one, a span id of the
-    // call's own under the caller's span.
+    // With an SDK the client span is the parent the upstream sees; without one, the caller's span.
     if (span) propagation.inject(trace.setSpan(context.active(), span), headers);
-    else if (call.trace) childTraceHeaders(call.trace, headers);
+    else if (call.trace) injectTraceContext(call.trace, headers);
     return headers;
   }
 }

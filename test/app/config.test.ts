@@ -260,52 +260,61 @@ describe('OpenTelemetry configuration', () => {
     expect(loadConfig({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' }).tracing).toBeUndefined();
   });
 
-  it("follows the specification's precedence for endpoint, protocol and service name", () => {
+  it('exports with either endpoint, the traces protocol winning over the general one', () => {
     expect(
-      loadConfig({
-        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
-        OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attributes,team=web%20platform',
-        OTEL_EXPORTER_OTLP_HEADERS: 'x-honeycomb-team=abc',
-        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-        OTEL_TRACES_SAMPLER_ARG: '0.25',
-      }).tracing,
-    ).toEqual({
-      endpoint: 'http://collector:4318/v1/traces',
-      protocol: 'http/protobuf',
-      headers: { 'x-honeycomb-team': 'abc' },
-      serviceName: 'from-attributes',
-      resourceAttributes: { 'service.name': 'from-attributes', team: 'web platform' },
-      sampler: 'parentbased_traceidratio',
-      samplerRatio: 0.25,
-    });
+      loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/traces' })
+        .tracing,
+    ).toEqual({ protocol: 'http/protobuf', headers: {} });
     expect(
       loadConfig({
         OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
-        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/traces',
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-        OTEL_SERVICE_NAME: 'facade',
-        OTEL_RESOURCE_ATTRIBUTES: 'service.name=ignored',
-      }).tracing,
-    ).toMatchObject({
-      endpoint: 'https://traces.example/otlp/traces',
-      protocol: 'http/json',
-      serviceName: 'facade',
-    });
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      }).tracing?.protocol,
+    ).toBe('http/json');
+  });
+
+  it('knows the exporter headers as the exporter reads them, to keep them out of errors', () => {
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=general,x-team=web%20platform',
+        OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-api-key=traces',
+      }).tracing?.headers,
+    ).toEqual({ 'x-api-key': 'traces', 'x-team': 'web platform' });
+  });
+
+  it('carries W3C trace context and baggage unless OTEL_PROPAGATORS says otherwise', () => {
+    expect(loadConfig({}).propagators).toEqual(['tracecontext', 'baggage']);
+    expect(loadConfig({ OTEL_PROPAGATORS: ' tracecontext ' }).propagators).toEqual([
+      'tracecontext',
+    ]);
+    expect(loadConfig({ OTEL_PROPAGATORS: 'none' }).propagators).toEqual([]);
   });
 
   it.each([
     ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc', /gRPC is not built in/],
-    ['OTEL_TRACES_SAMPLER', 'sometimes', /must be one of always_on/],
-    ['OTEL_TRACES_SAMPLER_ARG', '2', /ratio between 0 and 1/],
-    ['OTEL_RESOURCE_ATTRIBUTES', 'novalue', /key=value/],
+    ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'http/xml', /http\/protobuf or http\/json/],
+    ['OTEL_TRACES_EXPORTER', 'zipkin', /must be otlp or none/],
+    ['OTEL_PROPAGATORS', 'tracecontext,b3', /b3, jaeger, xray and ottrace are not built in/],
   ])('refuses %s=%j naming the variable', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}: `));
     expect(() => loadConfig({ [name]: value })).toThrow(message);
   });
 
-  it('never echoes exporter headers, which hold API keys', () => {
-    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=%zz-s3cret' })).toThrow(
-      /^OTEL_EXPORTER_OTLP_HEADERS: must be key=value pairs separated by commas$/,
+  it('leaves the values the SDK reads to the SDK', () => {
+    expect(() =>
+      loadConfig({
+        OTEL_TRACES_SAMPLER: 'parentbased_jaeger_remote',
+        OTEL_TRACES_SAMPLER_ARG: 'endpoint=http://localhost:14250',
+        OTEL_RESOURCE_ATTRIBUTES: 'team=web',
+      }),
+    ).not.toThrow();
+  });
+
+  it('never echoes an exporter endpoint, which can hold a password', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318/s3cret' })).toThrow(
+      /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http\(s\) URL such as http:\/\/localhost:4318 \(gRPC is not built in\)$/,
     );
   });
 });

@@ -105,6 +105,28 @@ describe('OpenTelemetry tracing', () => {
     expect(JSON.stringify(receiver.spans)).not.toContain('987654');
   }, 60_000);
 
+  it("logs the SDK's warning for a value it cannot use, and exports with its default", async () => {
+    const facade = await startFacade({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'facade-bad-sampler',
+      OTEL_TRACES_SAMPLER: 'sometimes',
+    });
+    try {
+      const answer = await post(facade.url, '{ repositories(limit: 1) { total } }', {
+        traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01`,
+      });
+      expect(answer.status).toBe(200);
+    } finally {
+      expect(await facade.stop()).toBe(0);
+    }
+    const warning = facade.lines.find((line) => line.component === 'opentelemetry');
+    expect(warning?.msg).toMatch(/^OTEL_TRACES_SAMPLER value "sometimes" invalid/);
+    // parentbased_always_on, the default: the caller sampled its trace, so the spans are there.
+    const ours = receiver.spans.filter((span) => span.service === 'facade-bad-sampler');
+    expect(ours.some((span) => span.name === 'POST /graphql')).toBe(true);
+  }, 60_000);
+
   it('exports nothing when no endpoint is set', async () => {
     const before = receiver.requests.length;
     const facade = await startFacade({ OTEL_SERVICE_NAME: 'facade-without-endpoint' });
