@@ -1,5 +1,4 @@
 import {
-  type Context,
   defaultTextMapSetter,
   ROOT_CONTEXT,
   type TextMapGetter,
@@ -15,13 +14,12 @@ import {
 export const PROPAGATORS = ['tracecontext', 'baggage'] as const;
 export type PropagatorName = (typeof PROPAGATORS)[number];
 
-/**
- * The caller's trace context as OpenTelemetry's propagators read it from the request, with the
- * propagator that writes it again on each upstream call.
- */
+/** A request's headers, and what of its trace context goes on each of its upstream calls. */
 export interface TraceContext {
-  context: Context;
-  propagator: TextMapPropagator;
+  readonly headers: Headers;
+  readonly propagator: TextMapPropagator;
+  /** Read and written once, on the request's first upstream call: the same for every call. */
+  outgoing?: Record<string, string>;
 }
 
 /** OpenTelemetry's own W3C propagators, those `OTEL_PROPAGATORS` names (none: an empty list). */
@@ -38,20 +36,24 @@ const fromHeaders: TextMapGetter<Headers> = {
   get: (headers, key) => headers.get(key) ?? undefined,
 };
 
-/** The caller's trace context, or undefined when it sent none the propagator accepts. */
+/** The request's trace context, read only if the request makes an upstream call. */
 export function incomingTraceContext(
   propagator: TextMapPropagator,
   headers: Headers,
-): TraceContext | undefined {
-  const context = propagator.extract(ROOT_CONTEXT, headers, fromHeaders);
-  return context === ROOT_CONTEXT ? undefined : { context, propagator };
+): TraceContext {
+  return { headers, propagator };
 }
 
 /**
  * The headers of one upstream call when no SDK runs: the caller's context as it came, as
  * OpenTelemetry's API passes it through without an SDK (no span of the facade's exists to be a
- * parent, so none is named).
+ * parent, so none is named). Nothing when the caller sent none the propagator accepts.
  */
 export function injectTraceContext(trace: TraceContext, headers: Record<string, string>): void {
-  trace.propagator.inject(trace.context, headers, defaultTextMapSetter);
+  if (!trace.outgoing) {
+    trace.outgoing = {};
+    const context = trace.propagator.extract(ROOT_CONTEXT, trace.headers, fromHeaders);
+    trace.propagator.inject(context, trace.outgoing, defaultTextMapSetter);
+  }
+  Object.assign(headers, trace.outgoing);
 }
