@@ -67,6 +67,13 @@ describe('OTEL_PROPAGATORS, no exporter configured', () => {
     expect(sent()).toEqual([{ ...CONTEXT, baggage: undefined }]);
   });
 
+  it('carries baggage without a trace, as W3C Baggage stands alone', async () => {
+    await h.gql('{ repositories(limit: 1) { total } }', undefined, { baggage: 'tenant=acme' });
+    expect(sent()).toEqual([
+      { traceparent: undefined, tracestate: undefined, baggage: 'tenant=acme' },
+    ]);
+  });
+
   it('carries nothing with none', async () => {
     const app = h.createApp({ config: { propagators: [] } });
     await postGraphQL(app, '{ repositories(limit: 1) { total } }', undefined, CONTEXT);
