@@ -135,6 +135,13 @@ describe('OpenTelemetry tracing', () => {
         traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01`,
       });
       expect(answer.status).toBe(200);
+      // The caller's trace still reaches the upstream, the caller's span its parent.
+      const log = (await (await fetch(`${facade.sandboxUrl}/__sandbox/requests`)).json()) as {
+        requests: SandboxRequest[];
+      };
+      expect(log.requests.map((request) => request.headers.traceparent)).toContain(
+        `00-${TRACE_ID}-${CALLER_SPAN}-01`,
+      );
     } finally {
       expect(await facade.stop()).toBe(0);
     }
