@@ -183,12 +183,24 @@ export function createPipeline({
  * variants from these with stages left out (bench/lean.ts); nothing else does.
  */
 export function appOptions(
-  { config, client, logger, logError = logger ? () => {} : console.error, tracing }: AppDeps,
+  {
+    config,
+    client,
+    logger,
+    logError = logger ? () => {} : console.error,
+    tracing,
+    metrics,
+  }: AppDeps,
   pipeline: readonly Stage[],
 ): YogaServerOptions<Record<string, never>, RequestContext> {
   return {
     schema,
-    context: createContextFactory({ config, client, tracer: tracing?.tracer }),
+    context: createContextFactory({
+      config,
+      client,
+      tracer: tracing?.tracer,
+      onJoin: metrics && ((route) => metrics.countJoinedCall(route)),
+    }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,
     landingPage: false,
@@ -210,5 +222,7 @@ export function appOptions(
 
 /** The facade: Yoga running the pipeline. */
 export function createApp(deps: AppDeps) {
-  return createYoga(appOptions(deps, createPipeline(deps)));
+  // One registry for the pipeline's metrics and the context's joined calls alike.
+  const withMetrics = { ...deps, metrics: deps.metrics ?? createMetrics() };
+  return createYoga(appOptions(withMetrics, createPipeline(withMetrics)));
 }

@@ -13,6 +13,7 @@ import {
   type TxtLoader,
   type TxtResolver,
 } from './upstream/dns.js';
+import { createInFlight } from './upstream/in-flight.js';
 import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
 
 /** What the facade adds to Yoga's own context for one request. */
@@ -44,6 +45,8 @@ export interface ContextDeps {
   txtResolver?: TxtResolver;
   /** Set when spans are exported: the DNS look-ups get spans. */
   tracer?: Tracer | undefined;
+  /** Told of every upstream call a request joined rather than sent, by route, for metrics. */
+  onJoin?: ((route: string) => void) | undefined;
 }
 
 function requestBudget(request: Request, limit: number): CallBudget {
@@ -58,11 +61,14 @@ export function createContextFactory({
   client,
   tracer,
   txtResolver = createTxtResolver(config.dns, tracer),
+  onJoin,
 }: ContextDeps) {
   const credentials = createCredentialPolicy(config);
   const propagator = createPropagator(config.propagators);
   // What the upstream's short answers taught about its page size, for every request's plans.
   const pageCap = createPageCap();
+  // The reads in flight, shared by this app's requests whose upstream inputs are the same.
+  const inFlight = createInFlight(client, { enabled: config.joinUpstreamCalls, onJoin });
   return (initial: YogaInitialContext): RequestContext => {
     const { headers, signal } = initial.request;
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
@@ -80,7 +86,7 @@ export function createContextFactory({
       config,
       client,
       call,
-      loaders: createLoaders(client, call, {
+      loaders: createLoaders(inFlight, call, {
         maxCoalescedRange: config.maxCoalescedRange,
         pageCap,
       }),

@@ -139,6 +139,10 @@ export const settingsSchema = z.object({
     section: 'upstream',
     doc: 'pages of one request are merged into one upstream call when the covering range is at most this many items',
   }),
+  joinUpstreamCalls: variable('JOIN_UPSTREAM_CALLS', bool.default(true), {
+    section: 'upstream',
+    doc: "an upstream read identical to one already on its way (same route, query, `Authorization` sent and `FORWARD_HEADERS` values) waits for that call's answer instead of making its own; `false` sends every call on its own ([upstream](upstream.md#shared-calls))",
+  }),
 
   dns: z.object({
     servers: variable('DNS_SERVERS', dnsServers.optional(), {

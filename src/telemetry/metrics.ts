@@ -8,6 +8,8 @@ export interface Metrics {
   registry: Registry;
   /** Wired to the UpstreamClient's `onCall`: one observation per attempt. */
   observeUpstreamCall(call: CompletedCall): void;
+  /** An upstream read a request joined (another request's identical call in flight), by route. */
+  countJoinedCall(route: string): void;
   /** Wired to the UpstreamClient's `onBreakerChange`: a route's circuit, its state and transitions. */
   observeBreaker(state: BreakerState, route: string): void;
   /** Every `extensions.code` of every answer, rejected-before-execution ones included. */
@@ -75,6 +77,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ['route', 'status'],
     registers: [registry],
   });
+  const joinedCalls = new Counter({
+    name: 'upstream_calls_joined_total',
+    help: "Upstream reads a request joined instead of sending them (another request's identical call was in flight), by route",
+    labelNames: ['route'],
+    registers: [registry],
+  });
   // Names read by the soak tool and dashboards: keep them.
   // A route's series appears with its circuit's first change; until then it is closed.
   const breakerState = new Gauge({
@@ -125,6 +133,9 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       const labels = { route: call.route, status: String(call.outcome) };
       upstreamCalls.inc(labels);
       upstreamDuration.observe(labels, call.durationMs / 1000);
+    },
+    countJoinedCall(route) {
+      joinedCalls.inc({ route });
     },
     observeBreaker(state, route) {
       breakerState.set({ route }, BREAKER_GAUGE[state]);

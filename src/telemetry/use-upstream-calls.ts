@@ -25,6 +25,8 @@ export interface ShownCall {
   attempts: number;
   /** The fields whose data this call fetched; more than one when pages were shared. */
   fields?: readonly string[];
+  /** Another request's identical call, in flight when this one needed it: waited for, not sent. */
+  joined?: true;
 }
 
 /** Attempts grouped into their logical calls, in the order the calls started. */
@@ -47,6 +49,7 @@ export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
       durationMs,
       attempts: attempt.attempt,
       ...(attempt.fields ? { fields: [...new Set(attempt.fields)] } : {}),
+      ...(attempt.joined ? { joined: true as const } : {}),
     });
   }
   return [...byId.values()];

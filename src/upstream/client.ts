@@ -62,6 +62,8 @@ export interface CompletedCall {
   callers: number;
   /** What each of those callers was, when the request asked to see its upstream calls. */
   fields?: readonly string[] | undefined;
+  /** Another request's call this request joined (src/upstream/in-flight.ts), under its request id. */
+  joined?: boolean | undefined;
 }
 
 /** What one GraphQL request brings to its upstream calls. */

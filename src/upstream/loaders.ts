@@ -1,8 +1,9 @@
 import DataLoader from 'dataloader';
 import { UpstreamBudgetError } from '../errors.js';
 import type { CallBudget } from './budget.js';
-import type { CallContext, UpstreamClient } from './client.js';
+import type { CallContext } from './client.js';
 import { listRepositories, type PageQuery } from './endpoints.js';
+import type { InFlight } from './in-flight.js';
 import type { Repository, RepositoryList } from './repository-list.js';
 
 /** One page as a resolver asks for it; undefined means "not sent, the upstream's default". */
@@ -25,6 +26,9 @@ export interface LoaderOptions {
   pageCap: PageCap;
 }
 
+/** The loaders' way upstream: the client, through the calls in flight that they may join. */
+export type PageSource = Pick<InFlight, 'send'>;
+
 /**
  * The upstream's largest page as its short answers show it (the spec does not say), so that a
  * page's fill calls are planned before its first call.
@@ -44,10 +48,11 @@ const pageKey = (key: PageKey) => `${key.limit ?? ''}:${key.offset ?? ''}`;
 
 /**
  * Fresh loaders for one GraphQL request: they hold that request's credentials and answers, so
- * they are never shared with another request.
+ * they are never shared with another request. Only the calls still in flight are, through
+ * `client` (src/upstream/in-flight.ts), and only with requests whose upstream inputs are the same.
  */
 export function createLoaders(
-  client: UpstreamClient,
+  client: PageSource,
   call: CallContext,
   options: LoaderOptions,
 ): Loaders {
@@ -84,7 +89,7 @@ interface Range {
  * merged because that size is unknown, so they go as they are.
  */
 async function loadPages(
-  client: UpstreamClient,
+  client: PageSource,
   call: CallContext,
   options: LoaderOptions,
   keys: readonly PageKey[],
@@ -153,7 +158,7 @@ async function loadPages(
       calls: 1,
       load: async (unitCall: CallContext) => {
         const key = keys[index] as PageKey;
-        const page = await client.send(listRepositories, key, unitCall);
+        const { value: page } = await client.send(listRepositories, key, unitCall);
         bring(page, key.offset !== undefined);
         results[index] = page;
       },
@@ -275,7 +280,7 @@ function learn(cap: PageCap, asked: number, got: number, more: boolean): void {
  * What stopped it is `failure`; a failure of the first call is thrown.
  */
 async function fetchRange(
-  client: UpstreamClient,
+  client: PageSource,
   call: CallContext,
   range: Range,
   ends: readonly number[],
@@ -283,7 +288,7 @@ async function fetchRange(
 ): Promise<{ covering: RepositoryList; failure?: Error }> {
   const offset = range.start;
   const limit = range.end - range.start;
-  const first = await client.send(
+  const { value: first, joined } = await client.send(
     listRepositories,
     { limit, offset: range.sendOffset ? offset : undefined },
     call,
@@ -291,26 +296,29 @@ async function fetchRange(
   const items: Repository[] = [...first.repositories];
   let total = first.total;
   let last = items.length;
-  learn(cap, limit, last, offset + last < total);
+  // A joined answer is one the caller that sent it learns from: counted again, it would agree
+  // with itself.
+  if (!joined) learn(cap, limit, last, offset + last < total);
   try {
     // An upstream that answers an empty page makes no progress: what it gave is the answer.
     while (last > 0 && items.length < limit && offset + items.length < total) {
       const covered = offset + items.length;
       const goal = Math.min(ends.find((end) => end > covered) ?? range.end, total);
       ensureCalls(call.budget, Math.ceil((goal - covered) / last));
-      const next = await client.send(
+      const { value: next, joined: nextJoined } = await client.send(
         listRepositories,
         { limit: limit - items.length, offset: covered },
         call,
       );
       items.push(...next.repositories);
       total = next.total;
-      learn(
-        cap,
-        limit - (items.length - next.repositories.length),
-        next.repositories.length,
-        offset + items.length < total,
-      );
+      if (!nextJoined)
+        learn(
+          cap,
+          limit - (items.length - next.repositories.length),
+          next.repositories.length,
+          offset + items.length < total,
+        );
       last = next.repositories.length;
     }
   } catch (error) {
