@@ -28,6 +28,12 @@ export interface Fault {
    * the cap explains (`total` unchanged).
    */
   shortPage?: number;
+  /**
+   * The normal answer with the value of this request header (lower-case name) appended to every
+   * repository's id, `<id>~<value>` (`<id>~` when absent): what a request carried shows in its
+   * answer, so an answer served to a request that carried something else is seen.
+   */
+  echoHeader?: string;
   /** Applies to the next N matching requests only; default: until cleared. */
   times?: number;
 }
@@ -93,6 +99,8 @@ export function parseFault(value: unknown): Fault | string {
       return 'headers must be an object of strings';
     }
   }
+  if (value.echoHeader !== undefined && typeof value.echoHeader !== 'string')
+    return 'echoHeader must be a header name';
   if (value.until !== undefined) return 'until is set in-process only';
   for (const flag of ['notJson', 'truncate', 'reset'] as const) {
     if (value[flag] !== undefined && typeof value[flag] !== 'boolean')
@@ -140,6 +148,10 @@ export async function applyFault(fault: Fault, env: FaultEnvironment): Promise<v
   } else if (fault.shortPage !== undefined) {
     const reply = await env.produce();
     sendReply(res, { ...reply, body: shorten(String(reply.body), fault.shortPage) });
+  } else if (fault.echoHeader !== undefined) {
+    const reply = await env.produce();
+    const echoed = header(req.headers[fault.echoHeader.toLowerCase()]);
+    if (!req.socket.destroyed) sendReply(res, { ...reply, body: echo(String(reply.body), echoed) });
   } else if (fault.status !== undefined || fault.body !== undefined) {
     const status = fault.status ?? 200;
     const body = fault.body === undefined ? env.errorBody(status) : fault.body;
@@ -153,6 +165,21 @@ export async function applyFault(fault: Fault, env: FaultEnvironment): Promise<v
     const reply = await env.produce();
     if (!req.socket.destroyed) sendReply(res, reply);
   }
+}
+
+const header = (value: string | string[] | undefined) =>
+  Array.isArray(value) ? value.join(', ') : (value ?? '');
+
+/** A page answer whose repository ids end with `~<value>`; any other body as it was. */
+function echo(json: string, value: string): string {
+  const page: unknown = JSON.parse(json);
+  if (!isPlainObject(page) || !Array.isArray(page.repositories)) return json;
+  const repositories = page.repositories.map((repository: unknown) =>
+    isPlainObject(repository)
+      ? { ...repository, id: `${String(repository.id)}~${value}` }
+      : repository,
+  );
+  return JSON.stringify({ ...page, repositories });
 }
 
 /** A page answer with its first `count` repositories; any other body as it was. */
