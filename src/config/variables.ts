@@ -164,6 +164,14 @@ export const settingsSchema = z.object({
       section: 'dns',
       doc: 'look-ups in flight in the process (each holds a resolver channel and a socket until it ends); one more is not started: its field fails at once with `RATE_LIMITED` and `extensions.retryAfter: 1`. Each worker has its own',
     }),
+    cacheMaxTtlS: variable('DNS_CACHE_MAX_TTL_S', int(0, 86_400).default(300), {
+      section: 'dns',
+      doc: 'the longest a found TXT answer is reused: for its record\'s TTL, at most this; NXDOMAIN, "no TXT record" and failures are never reused. `0` reuses nothing (and every look-up goes through c-ares). Each worker has its own',
+    }),
+    cacheEntries: variable('DNS_CACHE_ENTRIES', int(1, 1_000_000).default(10_000), {
+      section: 'dns',
+      doc: 'names whose TXT answers are kept at once; past it the oldest is dropped',
+    }),
   }),
 
   maxPageSize: variable('MAX_PAGE_SIZE', int(1, 10_000).default(100), {

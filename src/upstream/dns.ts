@@ -4,6 +4,7 @@ import DataLoader from 'dataloader';
 import { ConfigError } from '../config.js';
 import { FacadeError, UpstreamBudgetError } from '../errors.js';
 import type { CallContext } from './client.js';
+import { type DnsServer, parseServer, queryTxt } from './txt-query.js';
 
 // c-ares's Resolver: queries go out on its own sockets and answer through the event loop, unlike
 // dns.lookup(), which occupies a libuv thread-pool slot (shared with fs and crypto) per call.
@@ -11,7 +12,8 @@ const { Resolver } = dnsPromises;
 
 /** Every way a TXT look-up can end; none of them is an exception. */
 export type TxtLookupResult =
-  | { outcome: 'found'; values: string[] }
+  /** `ttlS`: how long the answer may be kept, when the look-up read it (seconds). */
+  | { outcome: 'found'; values: string[]; ttlS?: number | undefined }
   /** NXDOMAIN: the name does not exist (yet). */
   | { outcome: 'no-such-name' }
   /** The name exists but has no TXT record. */
@@ -40,6 +42,10 @@ export interface TxtResolverOptions {
   tries: number;
   /** Look-ups in flight in the process (DNS_MAX_CONCURRENT). */
   maxConcurrent: number;
+  /** DNS_CACHE_MAX_TTL_S: the longest a found answer is kept; 0 keeps none. */
+  cacheMaxTtlS?: number | undefined;
+  /** DNS_CACHE_ENTRIES: the most names whose answers are kept at once. */
+  cacheEntries?: number | undefined;
 }
 
 const BY_CODE: Record<string, TxtLookupResult> = {
@@ -55,7 +61,14 @@ const BY_CODE: Record<string, TxtLookupResult> = {
  * the config's pattern admits host names, which c-ares refuses.
  */
 export function createTxtResolver(
-  { servers, timeoutMs, tries, maxConcurrent }: TxtResolverOptions,
+  {
+    servers,
+    timeoutMs,
+    tries,
+    maxConcurrent,
+    cacheMaxTtlS = 0,
+    cacheEntries = 10_000,
+  }: TxtResolverOptions,
   tracer?: Tracer,
 ): TxtResolver {
   // The contract splits the budget evenly over the tries. c-ares stretches later tries (and, in
@@ -73,38 +86,129 @@ export function createTxtResolver(
       );
     }
   }
+  // Answers are kept only for their TTL, which c-ares does not give for TXT: a look-up whose
+  // answer may be kept is asked on the wire (txt-query.ts), of the same servers, c-ares's or the
+  // system's; c-ares still answers what UDP cannot carry.
+  const keeps = cacheMaxTtlS > 0 && cacheEntries > 0;
+  const wireServers = keeps ? (configured ?? new Resolver().getServers()).map(parseServer) : [];
+
+  /** c-ares's look-up; `cancelled` abandons it (deadline or request gone). */
+  async function askCares(host: string, cancelled: AbortSignal): Promise<TxtLookupResult> {
+    // One channel per look-up: cancel() cancels everything on a channel, and only this look-up
+    // may be abandoned at its deadline. A fresh channel also has an empty cache (c-ares caches
+    // answers, NXDOMAIN included), so "what is published now" is never a stale answer.
+    const resolver = new Resolver(options);
+    if (configured) resolver.setServers(configured);
+    const cancel = () => resolver.cancel();
+    cancelled.addEventListener('abort', cancel, { once: true });
+    try {
+      const records = await resolver.resolveTxt(host);
+      // A TXT record may come in several character-strings (each at most 255 bytes): one value.
+      return { outcome: 'found', values: records.map((chunks) => chunks.join('')) };
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'UNKNOWN';
+      return BY_CODE[code] ?? { outcome: 'failed', code };
+    } finally {
+      cancelled.removeEventListener('abort', cancel);
+    }
+  }
 
   const resolver: TxtResolver = {
     timeoutMs,
     async resolveTxt(host, signal) {
       if (signal?.aborted) return { outcome: 'failed', code: 'ECANCELLED' };
-      // One channel per look-up: cancel() cancels everything on a channel, and only this look-up
-      // may be abandoned at its deadline. A fresh channel also has an empty cache (c-ares caches
-      // answers, NXDOMAIN included), so "what is published now" is never a stale answer.
-      const resolver = new Resolver(options);
-      if (configured) resolver.setServers(configured);
+      const cancelled = new AbortController();
       let timedOut = false;
       const deadline = setTimeout(() => {
         timedOut = true;
-        resolver.cancel();
+        cancelled.abort();
       }, timeoutMs);
-      const abort = () => resolver.cancel();
+      const abort = () => cancelled.abort();
       signal?.addEventListener('abort', abort, { once: true });
       try {
-        const records = await resolver.resolveTxt(host);
-        // A TXT record may come in several character-strings (each at most 255 bytes): one value.
-        return { outcome: 'found', values: records.map((chunks) => chunks.join('')) };
-      } catch (error) {
-        if (timedOut) return { outcome: 'timeout' };
-        const code = (error as NodeJS.ErrnoException).code ?? 'UNKNOWN';
-        return BY_CODE[code] ?? { outcome: 'failed', code };
+        const onWire =
+          wireServers.length > 0
+            ? await askOnWire(host, wireServers, options, cancelled.signal)
+            : 'truncated';
+        const result = onWire === 'truncated' ? await askCares(host, cancelled.signal) : onWire;
+        return timedOut ? { outcome: 'timeout' } : result;
       } finally {
         clearTimeout(deadline);
         signal?.removeEventListener('abort', abort);
       }
     },
   };
-  return bounded(tracer ? traced(resolver, tracer) : resolver, maxConcurrent);
+  const shared = bounded(tracer ? traced(resolver, tracer) : resolver, maxConcurrent);
+  return keeps ? kept(shared, cacheMaxTtlS, cacheEntries) : shared;
+}
+
+/**
+ * A look-up on the wire, as c-ares makes it: each try asks each server in turn, each query
+ * bounded by its share of the time; a REFUSED or SERVFAIL moves on to the next server. An answer
+ * too large for UDP is `truncated`: c-ares asks again, over TCP.
+ */
+async function askOnWire(
+  host: string,
+  servers: readonly DnsServer[],
+  { timeout, tries }: { timeout: number; tries: number },
+  cancelled: AbortSignal,
+): Promise<TxtLookupResult | 'truncated'> {
+  let last: TxtLookupResult = { outcome: 'timeout' };
+  for (let attempt = 0; attempt < tries * servers.length; attempt++) {
+    const server = servers[attempt % servers.length] as DnsServer;
+    try {
+      const answer = await queryTxt(server, host, timeout, cancelled);
+      if (answer.truncated) return 'truncated';
+      if (answer.rcode === 0) {
+        return answer.values.length > 0
+          ? { outcome: 'found', values: answer.values, ttlS: answer.ttlS }
+          : { outcome: 'no-record' };
+      }
+      if (answer.rcode === 3) return { outcome: 'no-such-name' };
+      last = answer.rcode === 5 ? { outcome: 'refused' } : failedRcode(answer.rcode);
+      // One server says the same again.
+      if (servers.length === 1) return last;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'UNKNOWN';
+      if (code === 'ECANCELLED' || code === 'EBADNAME') return { outcome: 'failed', code };
+      last = BY_CODE[code] ?? { outcome: 'failed', code };
+    }
+  }
+  return last;
+}
+
+/** c-ares's code for a response code the contract gives no meaning of its own. */
+function failedRcode(rcode: number): TxtLookupResult {
+  const codes: Record<number, string> = { 1: 'EFORMERR', 2: 'ESERVFAIL', 4: 'ENOTIMP' };
+  return { outcome: 'failed', code: codes[rcode] ?? 'EBADRESP' };
+}
+
+/**
+ * Found answers kept for their TTL, at most `maxTtlS`, for at most `entries` names (the oldest
+ * goes first); per resolver, so per set of servers. A failure, NXDOMAIN or "no TXT record" is
+ * never kept: a name the caller is about to publish must be seen as soon as it is, and a
+ * resolver that failed once may answer the next time. A kept answer still counts as a look-up
+ * in its request's MAX_UPSTREAM_CALLS, so that what a request may do does not depend on what
+ * others asked before it.
+ */
+function kept(resolver: TxtResolver, maxTtlS: number, entries: number): TxtResolver {
+  const answers = new Map<string, { values: string[]; expires: number }>();
+  return {
+    timeoutMs: resolver.timeoutMs,
+    async resolveTxt(host, signal) {
+      const hit = answers.get(host);
+      if (hit && hit.expires > performance.now()) return { outcome: 'found', values: hit.values };
+      if (hit) answers.delete(host);
+      const result = await resolver.resolveTxt(host, signal);
+      if (result.outcome === 'found' && result.ttlS) {
+        answers.delete(host);
+        if (answers.size >= entries) answers.delete(answers.keys().next().value as string);
+        const keptS = Math.min(result.ttlS, maxTtlS);
+        answers.set(host, { values: result.values, expires: performance.now() + keptS * 1000 });
+      }
+      return result;
+    },
+  };
 }
 
 /**

@@ -156,17 +156,17 @@ describe('shared upstream calls', () => {
     h.sandbox.setFault(ROUTE, { until: held.promise });
     const before = await joined(h);
     const leaving = new AbortController();
-    const left = h.app
-      .fetch('http://facade.test/graphql', {
+    const left = Promise.resolve(
+      h.app.fetch('http://facade.test/graphql', {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...bearer('one') },
         body: JSON.stringify({ query: PAGE, variables: { limit: 6 } }),
         signal: leaving.signal,
-      })
-      .then(
-        () => 'answered',
-        () => 'aborted',
-      );
+      }),
+    ).then(
+      () => 'answered',
+      () => 'aborted',
+    );
     await expect.poll(() => upstreamRequests(h.sandbox, ROUTE).length).toBe(1);
     const staying = h.gql<Page>(PAGE, { limit: 6 }, bearer('one'));
     await expect.poll(async () => (await joined(h)) - before).toBe(1);
@@ -184,14 +184,14 @@ describe('shared upstream calls', () => {
     calls.length = 0;
     const both = [new AbortController(), new AbortController()];
     const gone = both.map((abort) =>
-      h.app
-        .fetch('http://facade.test/graphql', {
+      Promise.resolve(
+        h.app.fetch('http://facade.test/graphql', {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...bearer('two') },
           body: JSON.stringify({ query: PAGE, variables: { limit: 6 } }),
           signal: abort.signal,
-        })
-        .catch(() => undefined),
+        }),
+      ).catch(() => undefined),
     );
     await expect.poll(async () => (await joined(h)) - before).toBe(2);
     for (const abort of both) abort.abort();

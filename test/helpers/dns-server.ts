@@ -6,8 +6,11 @@ import { Packet, TCPServer, UDPServer } from 'dns2';
 
 /** How the server answers one name; a name not in the table is NXDOMAIN. */
 export type NameBehaviour =
-  /** TXT records; a record given as an array is sent as several character-strings. */
-  | { txt: Array<string | string[]> }
+  /**
+   * TXT records; a record given as an array is sent as several character-strings. `ttl` in
+   * seconds, default 0 (an answer no resolver may keep).
+   */
+  | { txt: Array<string | string[]>; ttl?: number }
   /** The name exists but has no TXT record (NOERROR, no answers). */
   | { exists: true }
   | { rcode: 'REFUSED' | 'SERVFAIL' }
@@ -69,7 +72,7 @@ export async function startDnsServer(): Promise<TestDnsServer> {
             Packet.createResourceFromQuestion(question, {
               type: Packet.TYPE.TXT,
               class: Packet.CLASS.IN,
-              ttl: 0,
+              ttl: behaviour.ttl ?? 0,
               data,
             }),
           );
