@@ -70,7 +70,7 @@ builder.queryFields((t) => ({
   domainDnsCheck: t.field({
     type: DomainDnsCheckRef,
     description:
-      'Looks up the TXT record at `_service_custom_hostname.<domain>` from the facade, so a client can tell its user "not published yet" before calling verifyDomain. An invalid domain is BAD_USER_INPUT (and nothing is looked up); every DNS outcome is an answer. Look-ups are bounded, and past a bound nothing is looked up: each distinct domain of a request counts as one of its MAX_UPSTREAM_CALLS (UPSTREAM_BUDGET_EXCEEDED past it), and the facade runs at most DNS_MAX_CONCURRENT at a time (RATE_LIMITED with `retryAfter` past it).',
+      'Looks up the TXT record at `_service_custom_hostname.<domain>` from the facade, so a client can tell its user "not published yet" before calling verifyDomain. An invalid domain is BAD_USER_INPUT (and nothing is looked up); every DNS outcome is an answer. Look-ups are bounded, and past a bound nothing is looked up: each distinct domain of a request counts as one of its MAX_UPSTREAM_CALLS (UPSTREAM_BUDGET_EXCEEDED past it), and the facade runs at most DNS_MAX_CONCURRENT at a time (RATE_LIMITED with `retryAfter` past it). A found record is reused for its TTL, at most DNS_CACHE_MAX_TTL_S; a missing record or a failed look-up is asked again every time.',
     args: {
       domain: t.arg.string({
         required: true,

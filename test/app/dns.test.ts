@@ -177,7 +177,7 @@ describe('domainDnsCheck', () => {
     });
     expect(live.dns.queriesFor(HOST)).toHaveLength(1);
     expect(live.dns.queriesFor('_service_custom_hostname.example.org')).toHaveLength(1);
-    // Per request, not cached across requests: a second request sees what is there now.
+    // A record of TTL 0 is not kept across requests: a second request sees what is there now.
     live.dns.setTxt(HOST, ['changed']);
     expect((await check('example.com')).values).toEqual(['changed']);
     expect(live.dns.queriesFor(HOST)).toHaveLength(2);
