@@ -15,6 +15,8 @@ describe('DNS configuration', () => {
       timeoutMs: 500,
       tries: 3,
       maxConcurrent: 8,
+      cacheMaxTtlS: 300,
+      cacheEntries: 10_000,
     });
     expect(loadConfig({}).dns.servers).toBeUndefined();
     expect(loadConfig({}).dns.maxConcurrent).toBe(64);
@@ -22,6 +24,15 @@ describe('DNS configuration', () => {
 
   it.each(['0', '10001', 'many'])('refuses DNS_MAX_CONCURRENT=%j naming the variable', (value) => {
     expect(() => loadConfig({ DNS_MAX_CONCURRENT: value })).toThrow(/^DNS_MAX_CONCURRENT: /);
+  });
+
+  it.each([
+    ['DNS_CACHE_MAX_TTL_S', '-1'],
+    ['DNS_CACHE_MAX_TTL_S', '86401'],
+    ['DNS_CACHE_ENTRIES', '0'],
+    ['JOIN_UPSTREAM_CALLS', 'sometimes'],
+  ])('refuses %s=%j naming the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name}: `));
   });
 
   it.each(['live.dns.google', '1.2.3.4:99999', '1.2.3:53'])(
