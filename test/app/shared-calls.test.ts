@@ -272,6 +272,27 @@ describe('JOIN_UPSTREAM_CALLS=false', () => {
   });
 });
 
+describe('shared calls in service-key mode', () => {
+  const h = useHarness({
+    config: { upstream: { apiKey: 'facade-service-key' }, clientTokens: ['token-a', 'token-b'] },
+  });
+
+  it('joins the callers it acts for with one key, since the upstream sees the same call', async () => {
+    const held = gate();
+    h.sandbox.setFault(ROUTE, { until: held.promise });
+    const answers = Promise.all(
+      ['token-a', 'token-b'].map((token) => h.gql<Page>(PAGE, { limit: 2 }, bearer(token))),
+    );
+    await expect.poll(async () => joined(h)).toBe(1);
+    held.open();
+    const [a, b] = await answers;
+    expect(a?.data).toEqual(b?.data);
+    expect(upstreamRequests(h.sandbox, ROUTE).map((r) => r.headers.authorization)).toEqual([
+      'Bearer facade-service-key',
+    ]);
+  });
+});
+
 describe('the circuit breaker with joined calls', () => {
   const h = useHarness({
     config: { upstream: { retries: 0, breakerThreshold: 2, breakerCooldownMs: 60_000 } },
