@@ -15,8 +15,6 @@ export interface InFlight {
    * when joining is off, are sent as they are.
    */
   send<In, Out>(endpoint: Endpoint<In, Out>, input: In, call: CallContext): Promise<Shared<Out>>;
-  /** Calls in flight that a caller could join: for tests. */
-  readonly size: number;
 }
 
 export interface InFlightOptions {
@@ -148,9 +146,6 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
   }
 
   return {
-    get size() {
-      return calls.size;
-    },
     async send<In, Out>(
       endpoint: Endpoint<In, Out>,
       input: In,
