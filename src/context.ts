@@ -75,6 +75,7 @@ export function createContextFactory({
     const upstreamCalls: CompletedCall[] = [];
     const call: CallContext = {
       authorization: credentials.upstreamAuthorization(headers),
+      caller: credentials.callerCredential(headers),
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),

@@ -56,6 +56,12 @@ export interface CredentialPolicy {
   readonly acceptsClient: ((token: string | undefined) => boolean) | undefined;
   /** The Authorization an upstream call made for this caller carries: the key's, or the caller's. */
   upstreamAuthorization(callerHeaders: Headers): string | undefined;
+  /**
+   * The credential the caller presented (its Authorization, as it came), in both modes: what keeps
+   * one caller's joined calls and cached answers from another's, even where the service key makes
+   * their upstream calls alike.
+   */
+  callerCredential(callerHeaders: Headers): string | undefined;
   /** The caller's headers that FORWARD_HEADERS names, as they came; undefined when it names none. */
   forwardedHeaders(callerHeaders: Headers): Record<string, string> | undefined;
   /** What the process's own requests to itself (the warm-up's) present to be accepted. */
@@ -73,6 +79,7 @@ export function createCredentialPolicy(settings: CredentialSettings): Credential
     upstreamAuthorization: keyAuthorization
       ? () => keyAuthorization
       : (headers) => headers.get('authorization') ?? undefined,
+    callerCredential: (headers) => headers.get('authorization') ?? undefined,
     forwardedHeaders(headers) {
       if (names.length === 0) return undefined;
       const forwarded: Record<string, string> = {};

@@ -70,6 +70,11 @@ export interface CompletedCall {
 export interface CallContext {
   /** The Authorization header to send: the credential policy's (src/credentials.ts), as given. */
   authorization?: string | undefined;
+  /**
+   * The caller's own credential (src/credentials.ts), never sent: calls of two callers are never
+   * joined, even when the service key sends them alike.
+   */
+  caller?: string | undefined;
   requestId?: string | undefined;
   /** Aborted when the GraphQL client goes away. */
   signal?: AbortSignal | undefined;

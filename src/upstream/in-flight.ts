@@ -35,7 +35,9 @@ interface Entry {
 }
 
 /**
- * The key of a call: exactly what shapes the upstream's answer, as the client sends it. The
+ * The key of a call: exactly what shapes the upstream's answer, as the client sends it, and the
+ * caller's own credential (in service-key mode two callers' calls are alike, yet the contract
+ * never lets one caller's call serve another: an upstream may still answer per key and time). The
  * request id and the trace context differ per request and say nothing of the answer, so they do
  * not split the key; everything else the client sends is fixed per route. JSON of an array keeps
  * the parts apart whatever they hold, so two different inputs never make one key (no hashing, so
@@ -44,7 +46,7 @@ interface Entry {
 export function joinKey<In>(
   endpoint: Endpoint<In, unknown>,
   input: In,
-  call: Pick<CallContext, 'authorization' | 'forwarded'>,
+  call: Pick<CallContext, 'authorization' | 'caller' | 'forwarded'>,
 ): string {
   const query = endpoint.query
     ? Object.entries(endpoint.query(input)).filter(([, value]) => value !== undefined)
@@ -55,6 +57,7 @@ export function joinKey<In>(
     endpoint.path,
     query,
     call.authorization ?? null,
+    call.caller ?? null,
     forwarded,
   ]);
 }

@@ -277,17 +277,21 @@ describe('shared calls in service-key mode', () => {
     config: { upstream: { apiKey: 'facade-service-key' }, clientTokens: ['token-a', 'token-b'] },
   });
 
-  it('joins the callers it acts for with one key, since the upstream sees the same call', async () => {
+  it('never joins two callers, though the one key makes their calls alike', async () => {
     const held = gate();
     h.sandbox.setFault(ROUTE, { until: held.promise });
     const answers = Promise.all(
-      ['token-a', 'token-b'].map((token) => h.gql<Page>(PAGE, { limit: 2 }, bearer(token))),
+      ['token-a', 'token-b', 'token-a'].map((token) =>
+        h.gql<Page>(PAGE, { limit: 2 }, bearer(token)),
+      ),
     );
+    await expect.poll(() => upstreamRequests(h.sandbox, ROUTE).length).toBe(2);
     await expect.poll(async () => joined(h)).toBe(1);
     held.open();
     const [a, b] = await answers;
     expect(a?.data).toEqual(b?.data);
     expect(upstreamRequests(h.sandbox, ROUTE).map((r) => r.headers.authorization)).toEqual([
+      'Bearer facade-service-key',
       'Bearer facade-service-key',
     ]);
   });
@@ -330,6 +334,7 @@ describe('joinKey', () => {
     for (const other of [
       joinKey(listRepositories, { limit: 1 }, { ...base, authorization: 'Bearer b' }),
       joinKey(listRepositories, { limit: 1 }, { ...base, authorization: undefined }),
+      joinKey(listRepositories, { limit: 1 }, { ...base, caller: 'Bearer other' }),
       joinKey(listRepositories, { limit: 1 }, { ...base, forwarded: { 'x-a': '2' } }),
       joinKey(listRepositories, { limit: 1 }, { ...base, forwarded: { 'x-a': '2', 'x-b': '' } }),
       joinKey(listRepositories, { limit: 1, offset: 0 }, base),
