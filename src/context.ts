@@ -34,6 +34,8 @@ export interface RequestContext {
    * on the same object.
    */
   operationSpans?: OperationSpans | undefined;
+  /** This operation's estimated cost and MAX_COST (src/security/use-cost.ts), once computed. */
+  cost?: { estimated: number; max: number } | undefined;
 }
 
 export type Context = YogaInitialContext & RequestContext;

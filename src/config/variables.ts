@@ -199,9 +199,9 @@ export const settingsSchema = z.object({
       section: 'limits',
       doc: 'directives in one operation',
     }),
-    maxCost: variable('MAX_COST', int(1, 100_000_000).default(25_000), {
+    maxCost: variable('MAX_COST', int(1, 100_000_000).default(5_000), {
       section: 'limits',
-      doc: 'estimated cost of one operation, with its variables (objects 2, scalars 1, ×1.5 per level, × `limit` / `first`)',
+      doc: 'estimated cost of one operation, with its variables: the IBM cost spec over the `@cost` / `@listSize` of `_service { sdl }` (objects 1, scalars 0, a page or connection 10, × `limit` / `first`; [operations.md](operations.md#limits))',
     }),
     maxBodyBytes: variable('MAX_BODY_BYTES', int(1, 100 * MiB).default(MiB), {
       section: 'limits',

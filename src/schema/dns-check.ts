@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { TxtLookupResult } from '../upstream/dns.js';
 import { builder } from './builder.js';
+import { UPSTREAM_CALL_WEIGHT } from './cost.js';
 import { domainName, txtHost } from './domain-name.js';
 
 interface DomainDnsCheck {
@@ -13,6 +14,7 @@ interface DomainDnsCheck {
 const DomainDnsCheckRef = builder.objectRef<DomainDnsCheck>('DomainDnsCheck').implement({
   // A value type other subgraphs may define too: @shareable, so that they compose.
   shareable: true,
+  cost: UPSTREAM_CALL_WEIGHT,
   description:
     "What the facade's own resolver sees at a domain's verification host right now: whether the TXT record is published yet, before calling verifyDomain. A DNS outcome (missing name, timeout, ...) is an answer here, never a GraphQL error.",
   fields: (t) => ({

@@ -17,5 +17,5 @@ export const schema = builder.toSubGraphSchema({
   // gateway) accepts; Apollo's and Cosmo's composers take it too. A newer version buys nothing the
   // subgraph uses and locks out Hive (test/app/composition.test.ts composes with all three).
   linkUrl: 'https://specs.apollo.dev/federation/v2.9',
-  federationDirectives: ['@key', '@shareable'],
+  federationDirectives: ['@key', '@shareable', '@cost', '@listSize'],
 });

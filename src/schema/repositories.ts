@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BadUserInputError } from '../errors.js';
 import type { Branch, Repository, Tag } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
+import { ASSUMED_PAGE_SIZE, pageListSize, refsListSize, UPSTREAM_CALL_WEIGHT } from './cost.js';
 import { fieldPath, selectedFields } from './selection.js';
 
 interface RepositoryPage {
@@ -58,6 +59,7 @@ export const RepositoryRef = builder.objectRef<Repository>('Repository').impleme
     branches: t.expose('branches', {
       type: [BranchRef],
       description: "The branches, in the upstream's order.",
+      listSize: refsListSize,
     }),
     branch: t.field({
       type: BranchRef,
@@ -66,7 +68,11 @@ export const RepositoryRef = builder.objectRef<Repository>('Repository').impleme
       args: { name: t.arg.string({ required: true, description: 'The branch name.' }) },
       resolve: (repo, { name }) => repo.branches.find((branch) => branch.name === name) ?? null,
     }),
-    tags: t.expose('tags', { type: [TagRef], description: "The tags, in the upstream's order." }),
+    tags: t.expose('tags', {
+      type: [TagRef],
+      description: "The tags, in the upstream's order.",
+      listSize: refsListSize,
+    }),
     tag: t.field({
       type: TagRef,
       nullable: true,
@@ -89,6 +95,7 @@ builder.asEntity(RepositoryRef, {
 const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').implement({
   // A value type other subgraphs may define too: @shareable, so that they compose.
   shareable: true,
+  cost: UPSTREAM_CALL_WEIGHT,
   description: 'One page of repositories, paged by limit and offset.',
   fields: (t) => ({
     // Exposed, not resolved, as Repository's branches and tags are.
@@ -122,6 +129,7 @@ builder.queryFields((t) => ({
     type: RepositoryPageRef,
     // Nullable so that one field cut off (by MAX_UPSTREAM_CALLS, say) leaves the others' answers.
     nullable: true,
+    listSize: pageListSize('limit', 'items', ASSUMED_PAGE_SIZE),
     description:
       'One page of repositories. Omitted limit and offset are not sent: the upstream defaults apply. Null, with an error, when this page could not be fetched (the rest of the answer stands).',
     args: {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
+import { pageListSize, UPSTREAM_CALL_WEIGHT } from './cost.js';
 import { checkPageSize, nonNegative, RepositoryRef } from './repositories.js';
 import { fieldPath } from './selection.js';
 
@@ -29,6 +30,7 @@ const RepositoryConnectionRef = builder.connectionObject(
   {
     name: 'RepositoryConnection',
     type: RepositoryRef,
+    cost: UPSTREAM_CALL_WEIGHT,
     description: 'The repository list as a Relay connection.',
     edgesField: { description: 'The edges of this page.' },
     fields: (t) => ({
@@ -64,6 +66,7 @@ builder.queryFields((t) => ({
     type: RepositoryConnectionRef,
     // Nullable so that one field cut off (by MAX_UPSTREAM_CALLS, say) leaves the others' answers.
     nullable: true,
+    listSize: pageListSize('first', 'edges', DEFAULT_FIRST),
     description: `The repository list as a Relay connection; \`first\` defaults to ${DEFAULT_FIRST} and may not exceed the configured MAX_PAGE_SIZE. Null, with an error, when this page could not be fetched (the rest of the answer stands).`,
     args: {
       first: t.arg.int({

@@ -55,21 +55,27 @@ export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
   return [...byId.values()];
 }
 
-/** `extensions.upstreamCalls` of a request: its calls so far and its budget. */
-function upstreamCallsExtension({ call, upstreamCalls }: Context) {
+/**
+ * `extensions.upstreamCalls` of a request: its calls so far and its budget; and `extensions.cost`,
+ * the operation's estimated cost against MAX_COST, named and shaped as Hive Gateway's demand
+ * control shows it.
+ */
+function upstreamCallsExtension({ call, upstreamCalls, cost }: Context) {
   const budget = call.budget;
   return {
     upstreamCalls: {
       calls: shownCalls(upstreamCalls ?? []),
       ...(budget ? { budget: { used: budget.limit - budget.left, limit: budget.limit } } : {}),
     },
+    ...(cost ? { cost: { estimated: cost.estimated, max: cost.max } } : {}),
   };
 }
 
 /**
  * `extensions.upstreamCalls`: the REST calls an operation caused (method, route template, status,
  * duration, attempts, the fields that shared each) and how much of MAX_UPSTREAM_CALLS the request
- * used, so that whoever writes a query sees what it costs the API behind it. No credential, body,
+ * used, with `extensions.cost` beside it, so that whoever writes a query sees what it costs the
+ * API behind it. No credential, body,
  * header or URL with ids is ever part of it. In production it is shown only to a caller that
  * presents DEBUG_TOKEN in `x-facade-debug`, compared in constant time.
  */

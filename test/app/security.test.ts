@@ -63,9 +63,9 @@ describe('limits', () => {
     expectRefused(response, 'GRAPHQL_VALIDATION_FAILED', /directives limit of 50 exceeded/i);
   });
 
-  it('refuses a document above MAX_COST (default 25000) and allows a full page of 100', async () => {
+  it('refuses a document above MAX_COST (default 5000) and allows a full page of 100', async () => {
     const refused = await h.gql(`{ a: ${FULL_PAGE} b: ${FULL_PAGE} c: ${FULL_PAGE} }`);
-    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /cost limit of 25000 exceeded/i);
+    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /cost limit of 5000 exceeded/i);
 
     const page = await h.gql(`{ ${FULL_PAGE} }`);
     expect(page.errors).toBeUndefined();
@@ -75,7 +75,7 @@ describe('limits', () => {
     const connection = `query($n: Int) { a: ${FULL_PAGE.replace('first: 100', 'first: $n')} b: ${FULL_PAGE.replace('first: 100', 'first: $n')} c: ${FULL_PAGE.replace('first: 100', 'first: $n')} }`;
     const refused = await h.gql(connection, { n: 100 });
     expect(refused.status).toBe(400);
-    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /cost limit of 25000 exceeded/i);
+    expectRefused(refused, 'GRAPHQL_VALIDATION_FAILED', /cost limit of 5000 exceeded/i);
     // The same document with small pages is cheap: the check is not cached per document.
     const small = await h.gql(connection, { n: 1 });
     expect(small.errors).toBeUndefined();
@@ -92,7 +92,7 @@ describe('limits', () => {
     expectRefused(
       await h.gql(list, { n: 100 }),
       'GRAPHQL_VALIDATION_FAILED',
-      /cost limit of 25000 exceeded/i,
+      /cost limit of 5000 exceeded/i,
     );
     expect((await h.gql(list, { n: 2 })).errors).toBeUndefined();
   });

@@ -14,6 +14,7 @@ interface Shown {
     calls: Array<Record<string, unknown>>;
     budget: { used: number; limit: number };
   };
+  cost?: { estimated: number; max: number };
 }
 
 describe('extensions.upstreamCalls', () => {
@@ -43,6 +44,11 @@ describe('extensions.upstreamCalls', () => {
       },
     ]);
     expect(shown?.budget).toEqual({ used: 2, limit: h.config.maxUpstreamCalls });
+    // Beside them, the operation's estimated cost: a page or connection 10, a repository 1 each.
+    expect((answer.extensions as Shown).cost).toEqual({
+      estimated: 12 + 12 + 10 + 11,
+      max: h.config.limits.maxCost,
+    });
     const text = JSON.stringify(answer.extensions);
     expect(text).not.toMatch(/secret-credential|limit=|offset=|127\.0\.0\.1/);
   });
@@ -81,6 +87,7 @@ describe('extensions.upstreamCalls', () => {
       const body = (await response.json()) as { extensions?: Shown };
       expect(body.extensions?.upstreamCalls?.calls).toHaveLength(1);
       expect(body.extensions?.upstreamCalls?.budget.used).toBe(1);
+      expect(body.extensions?.cost).toEqual({ estimated: 10, max: h.config.limits.maxCost });
     });
 
     it('never shows them when no debug token is configured', async () => {

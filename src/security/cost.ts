@@ -1,0 +1,212 @@
+import {
+  DirectiveLocation,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  GraphQLBoolean,
+  GraphQLDirective,
+  type GraphQLField,
+  GraphQLIncludeDirective,
+  GraphQLInt,
+  GraphQLList,
+  type GraphQLNamedType,
+  GraphQLNonNull,
+  type GraphQLSchema,
+  GraphQLSkipDirective,
+  GraphQLString,
+  getArgumentValues,
+  getDirectiveValues,
+  getNamedType,
+  getNullableType,
+  isCompositeType,
+  isInterfaceType,
+  isIntrospectionType,
+  isListType,
+  isObjectType,
+  Kind,
+  type OperationDefinitionNode,
+  type SelectionNode,
+  type SelectionSetNode,
+} from 'graphql';
+
+// The IBM cost specification (https://ibm.github.io/graphql-specs/cost-spec.html), as Apollo
+// Router's static estimator applies it to the directives of a subgraph's SDL: an object, interface
+// or union costs 1 (or its type's `@cost`), a scalar or enum 0; a list multiplies the cost of
+// everything under it by its size: its slicing argument's value, else its `@listSize`'s
+// `assumedSize`; a mutation starts at 10. The facade's schema is the only source of the numbers
+// (src/schema/cost.ts), so a router reading `_service { sdl }` and the facade price alike.
+
+/** A mutation's own cost before its fields, as Apollo Router and Hive Gateway count it. */
+export const MUTATION_BASE_COST = 10;
+
+/** The cost spec's `@cost`, to read its arguments from a type's or field's AST. */
+export const costDirective = new GraphQLDirective({
+  name: 'cost',
+  locations: [
+    DirectiveLocation.ARGUMENT_DEFINITION,
+    DirectiveLocation.ENUM,
+    DirectiveLocation.FIELD_DEFINITION,
+    DirectiveLocation.INPUT_FIELD_DEFINITION,
+    DirectiveLocation.OBJECT,
+    DirectiveLocation.SCALAR,
+  ],
+  args: { weight: { type: new GraphQLNonNull(GraphQLInt) } },
+});
+
+/** The cost spec's `@listSize`. */
+export const listSizeDirective = new GraphQLDirective({
+  name: 'listSize',
+  locations: [DirectiveLocation.FIELD_DEFINITION],
+  args: {
+    assumedSize: { type: GraphQLInt },
+    slicingArguments: { type: new GraphQLList(new GraphQLNonNull(GraphQLString)) },
+    sizedFields: { type: new GraphQLList(new GraphQLNonNull(GraphQLString)) },
+    requireOneSlicingArgument: { type: GraphQLBoolean, defaultValue: true },
+  },
+});
+
+interface ListSize {
+  assumedSize?: number | null;
+  slicingArguments?: readonly string[] | null;
+  sizedFields?: readonly string[] | null;
+}
+
+type Variables = Record<string, unknown>;
+
+function weightOf(type: GraphQLNamedType): number {
+  const cost = type.astNode && getDirectiveValues(costDirective, type.astNode);
+  if (cost) return cost.weight as number;
+  return isCompositeType(type) ? 1 : 0;
+}
+
+function listSizeOf(field: GraphQLField<unknown, unknown>): ListSize | undefined {
+  return (field.astNode && getDirectiveValues(listSizeDirective, field.astNode)) as
+    | ListSize
+    | undefined;
+}
+
+/** Every slicing argument's name in the schema: the arguments a document's cost depends on. */
+export function slicingArgumentNames(schema: GraphQLSchema): Set<string> {
+  const names = new Set<string>();
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (!isObjectType(type) && !isInterfaceType(type)) continue;
+    for (const field of Object.values(type.getFields())) {
+      for (const name of listSizeOf(field)?.slicingArguments ?? []) names.add(name);
+    }
+  }
+  return names;
+}
+
+interface Walk {
+  schema: GraphQLSchema;
+  maxSlice: number;
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>;
+  variables: Variables;
+}
+
+/**
+ * The estimated cost of one operation with its coerced variables. Throws a GraphQLError when an
+ * argument's value cannot be read (a variable of the wrong type), as execution would. A slicing
+ * argument above `maxSlice` (MAX_PAGE_SIZE) counts as `maxSlice`: its field is refused with
+ * BAD_USER_INPUT naming the bound before any call, which the contract promises, rather than the
+ * whole document for its cost.
+ */
+export function estimateCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Variables,
+  maxSlice = Number.POSITIVE_INFINITY,
+): number {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) {
+      fragments.set(definition.name.value, definition);
+    }
+  }
+  const root = schema.getRootType(operation.operation);
+  if (!root) return 0;
+  const base = operation.operation === 'mutation' ? MUTATION_BASE_COST : 0;
+  return (
+    base +
+    selectionCost(operation.selectionSet, root, new Map(), {
+      schema,
+      maxSlice,
+      fragments,
+      variables,
+    })
+  );
+}
+
+function included(node: SelectionNode, variables: Variables): boolean {
+  return (
+    getDirectiveValues(GraphQLSkipDirective, node, variables)?.if !== true &&
+    getDirectiveValues(GraphQLIncludeDirective, node, variables)?.if !== false
+  );
+}
+
+/** `sized`: the sizes a parent's `@listSize(sizedFields:)` gives the fields of this selection. */
+function selectionCost(
+  selectionSet: SelectionSetNode,
+  parent: GraphQLNamedType,
+  sized: ReadonlyMap<string, number>,
+  walk: Walk,
+): number {
+  let cost = 0;
+  for (const selection of selectionSet.selections) {
+    if (!included(selection, walk.variables)) continue;
+    if (selection.kind === Kind.FIELD) {
+      cost += fieldCost(selection, parent, sized, walk);
+      continue;
+    }
+    const fragment =
+      selection.kind === Kind.INLINE_FRAGMENT
+        ? selection
+        : walk.fragments.get(selection.name.value);
+    if (!fragment) continue;
+    const condition = fragment.typeCondition
+      ? walk.schema.getType(fragment.typeCondition.name.value)
+      : undefined;
+    cost += selectionCost(fragment.selectionSet, condition ?? parent, sized, walk);
+  }
+  return cost;
+}
+
+function fieldCost(
+  node: FieldNode,
+  parent: GraphQLNamedType,
+  sized: ReadonlyMap<string, number>,
+  walk: Walk,
+): number {
+  if (!isObjectType(parent) && !isInterfaceType(parent)) return 0;
+  const field = parent.getFields()[node.name.value];
+  // __typename, and what validation has already refused.
+  if (!field) return 0;
+  const type = getNamedType(field.type);
+  if (isIntrospectionType(type)) return 0;
+  const listSize = listSizeOf(field);
+  let size = sized.get(node.name.value) ?? 1;
+  let childSizes: ReadonlyMap<string, number> = NONE;
+  if (listSize) {
+    let sliced: number | undefined;
+    if (listSize.slicingArguments?.length) {
+      const args = getArgumentValues(field, node, walk.variables);
+      for (const name of listSize.slicingArguments) {
+        const value = args[name];
+        if (typeof value === 'number')
+          sliced = Math.max(sliced ?? 0, Math.min(value, walk.maxSlice));
+      }
+    }
+    const length = sliced ?? listSize.assumedSize ?? 1;
+    if (listSize.sizedFields?.length) {
+      childSizes = new Map(listSize.sizedFields.map((name) => [name, length]));
+    } else if (isListType(getNullableType(field.type))) {
+      size = length;
+    }
+  }
+  let cost = weightOf(type);
+  if (node.selectionSet) cost += selectionCost(node.selectionSet, type, childSizes, walk);
+  return size * cost;
+}
+
+const NONE: ReadonlyMap<string, number> = new Map();
