@@ -73,16 +73,29 @@ interface ListSize {
 
 type Variables = Record<string, unknown>;
 
+// The directives are read from the schema's AST once per type and field: the schema lives as long
+// as the process, and reading them is most of an estimate's time.
+const weights = new WeakMap<GraphQLNamedType, number>();
+const listSizes = new WeakMap<GraphQLField<unknown, unknown>, ListSize | null>();
+
 function weightOf(type: GraphQLNamedType): number {
-  const cost = type.astNode && getDirectiveValues(costDirective, type.astNode);
-  if (cost) return cost.weight as number;
-  return isCompositeType(type) ? 1 : 0;
+  let weight = weights.get(type);
+  if (weight === undefined) {
+    const cost = type.astNode && getDirectiveValues(costDirective, type.astNode);
+    weight = cost ? (cost.weight as number) : isCompositeType(type) ? 1 : 0;
+    weights.set(type, weight);
+  }
+  return weight;
 }
 
 function listSizeOf(field: GraphQLField<unknown, unknown>): ListSize | undefined {
-  return (field.astNode && getDirectiveValues(listSizeDirective, field.astNode)) as
-    | ListSize
-    | undefined;
+  let listSize = listSizes.get(field);
+  if (listSize === undefined) {
+    listSize = ((field.astNode && getDirectiveValues(listSizeDirective, field.astNode)) ??
+      null) as ListSize | null;
+    listSizes.set(field, listSize);
+  }
+  return listSize ?? undefined;
 }
 
 /** Every slicing argument's name in the schema: the arguments a document's cost depends on. */

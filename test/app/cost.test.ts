@@ -1,8 +1,6 @@
-import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
+import { createGatewayRuntime, useCustomFetch } from '@graphql-hive/gateway-runtime';
 import { composeServices } from '@theguild/federation-composition';
 import {
-  type DocumentNode,
-  type ExecutionResult,
   getNamedType,
   getNullableType,
   isCompositeType,
@@ -11,7 +9,6 @@ import {
   Kind,
   type ObjectTypeDefinitionNode,
   parse,
-  print,
 } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../../src/schema/index.js';
@@ -76,21 +73,8 @@ describe('the cost directives', () => {
       supergraph: composed.supergraphSdl as string,
       logging: false,
       demandControl: { maxCost: MAX_COST, includeExtensionMetadata: true },
-      // Its default HTTP transport is a package this project does not install
-      // (@graphql-mesh/transport-http); the subgraph request goes to the facade's fetch as is.
-      transports: {
-        http: {
-          getSubgraphExecutor:
-            () => async (request: { document: DocumentNode; variables?: unknown }) => {
-              const response = await postGraphQL(
-                h.app,
-                print(request.document),
-                request.variables as Record<string, unknown> | undefined,
-              );
-              return { data: response.data, errors: response.errors } as ExecutionResult;
-            },
-        },
-      },
+      // The subgraph's requests go to the facade's fetch, no port.
+      plugins: () => [useCustomFetch((url, init) => h.app.fetch(url, init as RequestInit))],
     });
   });
   afterAll(() => gateway?.dispose());
