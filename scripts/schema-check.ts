@@ -1,7 +1,9 @@
 // npm run schema:check: classifies every change of the served schema against the committed
-// schema.graphql (at a git base: the merge base with origin/main, or --base <ref>) and against the
-// contract (contract.graphql), with graphql-inspector, and fails on a breaking change that
-// CHANGELOG.md's Unreleased section does not record. Also fails when schema.graphql is stale.
+// schema.graphql (at a git base: on a branch, where it left main; on main, the last release; or
+// --base <ref>) and against the contract (contract.graphql), with graphql-inspector, and fails on a
+// breaking change that CHANGELOG.md's Unreleased section does not record. A stale schema.graphql
+// is named, not failed: `npm test` fails on it, and a check of changes must run before the file is
+// regenerated.
 // docs/federation.md#schema-checks has the convention.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -166,17 +168,28 @@ function git(...args: string[]): string | undefined {
 }
 
 /**
- * The ref whose schema.graphql is the base: `--base <ref>`, else where this branch left
- * origin/main (or main), else HEAD (the last commit, for a change not yet committed).
+ * The ref whose schema.graphql is the base: `--base <ref>`; else, on a branch, where it left
+ * origin/main (or main); on main itself, the last release: the commit that added CHANGELOG.md's
+ * newest version heading, so every breaking change since then must be recorded under Unreleased.
+ * HEAD when none of these can be found (no git history).
  */
 function baseRef(argv: readonly string[]): string {
   const given = option(argv, '--base');
   if (given) return given;
+  const head = git('rev-parse', 'HEAD')?.trim();
   for (const main of ['origin/main', 'main']) {
     const base = git('merge-base', 'HEAD', main)?.trim();
-    if (base) return base;
+    if (base && base !== head) return base;
+    if (base) break;
   }
-  return 'HEAD';
+  const release = /^## \[(\d+\.\d+\.\d+)\]/m.exec(readFileSync(changelogPath, 'utf8'))?.[1];
+  const released = release
+    ? git('log', '--format=%H', `-S## [${release}]`, '--', 'CHANGELOG.md')
+        ?.trim()
+        .split('\n')
+        .at(-1)
+    : undefined;
+  return released || 'HEAD';
 }
 
 const option = (argv: readonly string[], name: string) =>
@@ -192,8 +205,9 @@ export async function schemaCheck(argv: readonly string[]): Promise<number> {
   const served = buildSchema(printed);
   let failed = false;
   if (readFileSync(schemaPath, 'utf8') !== printed) {
-    console.error('schema.graphql is not what the facade serves: run `npm run schema`.');
-    failed = true;
+    console.warn(
+      'schema.graphql is not what the facade serves: run `npm run schema` (npm test fails on it).',
+    );
   }
   const baseFile = option(argv, '--base-file');
   const ref = baseFile ? undefined : baseRef(argv);
