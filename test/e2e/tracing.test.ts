@@ -50,8 +50,10 @@ describe('OpenTelemetry tracing', () => {
         requests: SandboxRequest[];
       };
       sandboxSeen = log.requests;
-      const requestLine = facade.lines.find((line) => line.msg === 'request');
-      expect(requestLine).toMatchObject({ trace_id: TRACE_ID });
+      // The line is written once the answer is out: under load it may reach stdout after it.
+      await expect
+        .poll(() => facade.lines.find((line) => line.msg === 'request'))
+        .toMatchObject({ trace_id: TRACE_ID });
     } finally {
       // SIGTERM drains and then exports what the SDK still holds.
       expect(await facade.stop()).toBe(0);
