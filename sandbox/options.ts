@@ -41,7 +41,7 @@ function dnsServers(env: NodeJS.ProcessEnv): string[] | undefined {
 
 /**
  * SANDBOX_PORT (default `defaultPort`), SANDBOX_HOST, SANDBOX_REPOSITORIES,
- * SANDBOX_MAX_PAGE_SIZE, SANDBOX_FAULTS, and the DNS_SERVERS and DNS_TIMEOUT_MS the facade reads
+ * SANDBOX_MAX_PAGE_SIZE, SANDBOX_FAULTS, SANDBOX_CACHE_CONTROL, and the DNS_SERVERS and DNS_TIMEOUT_MS the facade reads
  * too, so that both ask the same resolvers. Throws a SettingError for a bad value.
  */
 export function readSandboxOptions(env: NodeJS.ProcessEnv, defaultPort: number): SandboxOptions {
@@ -56,5 +56,8 @@ export function readSandboxOptions(env: NodeJS.ProcessEnv, defaultPort: number):
     faults: boolean(env, 'SANDBOX_FAULTS'),
     dnsServers: dnsServers(env),
     dnsTimeoutMs: integer(env, 'DNS_TIMEOUT_MS', 1, 600_000),
+    ...(env.SANDBOX_CACHE_CONTROL?.trim()
+      ? { repositoryCacheControl: env.SANDBOX_CACHE_CONTROL.trim() }
+      : {}),
   };
 }

@@ -5,6 +5,10 @@ export interface RepositoryRouteOptions {
   repositories: number;
   maxPageSize: number;
   defaultPageSize: number;
+  /** Sent as `Cache-Control` with every page. */
+  cacheControl?: string | undefined;
+  /** A request header (lower case) whose value is part of the account: its own list per value. */
+  varyHeader?: string | undefined;
 }
 
 const INT64_MAX = 9_223_372_036_854_775_807n;
@@ -59,14 +63,22 @@ export function createRepositoryRoute(options: RepositoryRouteOptions): Route {
     const start = offset ?? 0;
     const repositories = start >= all.length ? [] : all.slice(start, start + size);
     const body = Buffer.from(JSON.stringify({ repositories, total: all.length, offset: start }));
-    const reply: Reply = { status: 200, body, contentType: JSON_TYPE };
+    const reply: Reply = {
+      status: 200,
+      body,
+      contentType: JSON_TYPE,
+      ...(options.cacheControl ? { headers: { 'cache-control': options.cacheControl } } : {}),
+    };
     remember(key, reply);
     return reply;
   };
   return {
     method: 'GET',
     path: '/git/v1/repo',
-    handle: (accountId, ctx) => page(accountId, ctx.rawQuery),
+    handle: (accountId, ctx) => {
+      const varying = options.varyHeader && ctx.headers[options.varyHeader];
+      return page(varying ? `${accountId}/${String(varying)}` : accountId, ctx.rawQuery);
+    },
   };
 }
 

@@ -43,6 +43,13 @@ export interface SandboxOptions {
   faults?: boolean;
   /** Ring buffer size of the request log; default 10000. */
   logLimit?: number;
+  /** The `Cache-Control` the repository list answers with; default none. */
+  repositoryCacheControl?: string;
+  /**
+   * A request header whose value picks a different list for the same account (a tenant, say):
+   * what an upstream that varies on a header looks like. Default: none.
+   */
+  repositoryVaryHeader?: string;
 }
 
 export interface Sandbox {
@@ -75,6 +82,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       repositories: options.repositories ?? 50,
       maxPageSize: options.maxPageSize ?? 100,
       defaultPageSize: options.defaultPageSize ?? 20,
+      cacheControl: options.repositoryCacheControl,
+      varyHeader: options.repositoryVaryHeader?.toLowerCase(),
     }),
     ...createDomainRoutes(txt),
     createDevServerRoute(),

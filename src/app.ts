@@ -11,6 +11,7 @@ import {
 } from './documents.js';
 import { maskError } from './errors.js';
 import { createHealth, type Health } from './http/health.js';
+import { createMemoryResponseStore, type ResponseStore } from './http/response-cache-store.js';
 import { useBodySizeLimit } from './http/use-body-size.js';
 import { useCacheControl } from './http/use-cache-control.js';
 import { useCompression } from './http/use-compression.js';
@@ -20,6 +21,7 @@ import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
 import { useReadiness } from './http/use-readiness.js';
+import { useResponseCache } from './http/use-response-cache.js';
 import { schema } from './schema/index.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';
 import { useClientTokens } from './security/use-client-tokens.js';
@@ -53,6 +55,8 @@ export interface AppDeps {
   rateLimiter?: RateLimiter | undefined;
   /** Where APQ keeps documents; default: memory, bounded by config.apq.cacheBytes. */
   apqStore?: ApqStore | undefined;
+  /** Where the response cache keeps answers; default: memory, config.responseCache.maxBytes. */
+  responseStore?: ResponseStore | undefined;
   /**
    * What /metrics answers; default: this app's registry. A cluster worker answers for all. Null:
    * /metrics is served on a port of its own (METRICS_PORT), and this app has no such route.
@@ -113,11 +117,19 @@ export function createPipeline({
   health = createHealth(),
   rateLimiter,
   apqStore,
+  responseStore,
   metricsSource = registrySource(metrics.registry),
   tracing,
 }: AppDeps): Stage[] {
   const { documents, only } = config.persistedDocuments;
-  const { acceptsClient } = createCredentialPolicy(config);
+  const credentials = createCredentialPolicy(config);
+  const { acceptsClient } = credentials;
+  // An answer depends on its caller when the caller's credential goes upstream, when callers are
+  // checked (an answer is for token holders only), or when something of theirs is forwarded.
+  const perCaller =
+    credentials.mode === 'forward' ||
+    acceptsClient !== undefined ||
+    config.forwardHeaders.length > 0;
   const { trustProxy } = config.rateLimit;
   return [
     // Around the whole request: its log line and metrics, and what every answer's headers say.
@@ -130,7 +142,7 @@ export function createPipeline({
         trustedOperationNames: documents && operationNames(documents.values()),
       }),
     ),
-    stage('cacheControl', useCacheControl()),
+    stage('cacheControl', useCacheControl({ perCaller, forwardHeaders: config.forwardHeaders })),
     // At request parsing: the routes that are not GraphQL, then refusals before the body is read.
     stage('metrics', metricsSource && useMetrics(metricsSource, PATHS.metrics)),
     stage('readiness', useReadiness(health, PATHS.readiness)),
@@ -152,6 +164,15 @@ export function createPipeline({
     stage(
       'apq',
       config.apq.enabled && useApq(apqStore ?? createMemoryApqStore(config.apq.cacheBytes)),
+    ),
+    // Once the document is known: a kept answer for the same caller is the answer, unparsed.
+    stage(
+      'responseCache',
+      config.responseCache.enabled &&
+        useResponseCache({
+          store: responseStore ?? createMemoryResponseStore(config.responseCache.maxBytes),
+          credentials,
+        }),
     ),
     // At parse and validation: depth, tokens, aliases, directives, introspection; the operation
     // types the schema has (no subscriptions); @defer and @stream, and their rules.

@@ -29,6 +29,11 @@ export interface RequestContext {
   /** The upstream calls this request made, for its log line and tests. */
   upstreamCalls: CompletedCall[];
   /**
+   * A field read something that has no cache policy of its own (a DNS look-up): the answer is
+   * kept by no one unless a static hint covers it (src/http/cache-hints.ts).
+   */
+  readsWithoutPolicy: { seen: boolean };
+  /**
    * This operation's spans, when spans are exported (src/telemetry/use-tracing.ts). Per operation,
    * not per request: a batch's operations each have their own. Set before this context is built,
    * on the same object.
@@ -85,7 +90,8 @@ export function createContextFactory({
       trace: incomingTraceContext(propagator, headers),
       forwarded: credentials.forwardedHeaders(headers),
     };
-    return {
+    const txtLookups = createTxtLoader(txtResolver, call);
+    const context: RequestContext = {
       config,
       client,
       call,
@@ -93,9 +99,17 @@ export function createContextFactory({
         maxCoalescedRange: config.maxCoalescedRange,
         pageCap,
       }),
-      txtLookups: createTxtLoader(txtResolver, call),
+      txtLookups,
       requestId,
       upstreamCalls,
+      readsWithoutPolicy: { seen: false },
     };
+    // What DNS answers is never kept: its TTL is the resolver's, not a policy of the upstream's.
+    const load = txtLookups.load.bind(txtLookups);
+    txtLookups.load = (host) => {
+      context.readsWithoutPolicy.seen = true;
+      return load(host);
+    };
+    return context;
   };
 }

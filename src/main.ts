@@ -7,6 +7,7 @@ import { createApp, PATHS } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createCredentialPolicy } from './credentials.js';
 import { createHealth, type Health } from './http/health.js';
+import { createRedisResponseStore } from './http/response-cache-store.js';
 import { type MetricsSource, metricsListener, registrySource } from './http/use-metrics.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
 import { compileHttpParser } from './process/memory.js';
@@ -240,7 +241,8 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     gate: link?.clusterReady,
   });
   // One connection for every user of Redis, and none when nothing would use it.
-  const usesRedis = config.rateLimit.points > 0 || config.apq.enabled;
+  const usesRedis =
+    config.rateLimit.points > 0 || config.apq.enabled || config.responseCache.enabled;
   const redis =
     config.rateLimit.redisUrl && usesRedis
       ? await connectRedis(config.rateLimit.redisUrl, logger)
@@ -257,6 +259,10 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
           logger,
         })
       : createMemoryApqStore(config.apq.cacheBytes);
+  const responseStore =
+    redis && config.responseCache.enabled
+      ? createRedisResponseStore(redis, { memoryBytes: config.responseCache.maxBytes, logger })
+      : undefined;
   const yoga = createApp({
     config,
     client,
@@ -265,6 +271,7 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     health,
     rateLimiter,
     apqStore,
+    responseStore,
     metricsSource: config.metricsPort === undefined ? link?.metrics : null,
     tracing,
   });

@@ -4,6 +4,7 @@ import type { Context as OtelContext, Span } from '@opentelemetry/api';
 import type { Context } from './context.js';
 import type { ClientIdentity } from './telemetry/metrics.js';
 import type { CallBudget } from './upstream/budget.js';
+import type { CachePolicy } from './upstream/cache-policy.js';
 
 export interface OperationSpans {
   operation: Span;
@@ -31,6 +32,13 @@ export interface RequestState {
   showsUpstreamCalls: boolean;
   /** APQ: each hash sent with its document, checked against it, until the document validates. */
   apqDocuments: Map<string, string> | undefined;
+  /**
+   * The answer's cache policy, the strictest of its operations' (src/http/use-cache-control.ts);
+   * undefined until its results are processed, and then `no-store` unless every one allows.
+   */
+  cachePolicy: CachePolicy | undefined;
+  /** Whether the response cache answered (a batch: its last operation), when it is on. */
+  responseCache: 'hit' | 'miss' | undefined;
 }
 
 export interface RequestLogRecord {
@@ -63,6 +71,8 @@ export function requestState(request: Request): RequestState {
       budget: undefined,
       showsUpstreamCalls: false,
       apqDocuments: undefined,
+      cachePolicy: undefined,
+      responseCache: undefined,
     };
     carrier[STATE] = state;
   }

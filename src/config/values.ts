@@ -259,6 +259,38 @@ export const propagators = list.pipe(
     .transform((names) => [...new Set(names.filter((name) => name !== 'none'))]),
 );
 
+/**
+ * `path=seconds,...`: how long the answers of each upstream read may be kept when the upstream
+ * itself says nothing. Only the reads of endpoints.ts can be named: a typo would otherwise cache
+ * nothing, silently.
+ */
+export const routeMaxAges = (paths: readonly string[]) =>
+  z.string().transform((value, ctx) => {
+    const out: Record<string, number> = {};
+    for (const pair of value.split(',')) {
+      if (pair.trim() === '') continue;
+      const mark = pair.lastIndexOf('=');
+      const path = mark > 0 ? pair.slice(0, mark).trim() : '';
+      const raw = mark > 0 ? pair.slice(mark + 1).trim() : '';
+      if (!paths.includes(path)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be path=seconds pairs separated by commas, each path one of ${paths.join(', ')}; got "${path || pair.trim()}"`,
+        });
+        return z.NEVER;
+      }
+      if (!/^\d{1,9}$/.test(raw)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${path}: seconds must be a whole number, got "${raw}"`,
+        });
+        return z.NEVER;
+      }
+      out[path] = Number(raw);
+    }
+    return out;
+  });
+
 // A document id: what @graphql-codegen/client-preset writes (`sha256:<hex>`, the GraphQL over
 // HTTP draft's form, or SHA-1 hex) or a custom hash function's output; bounded, since it travels
 // in URLs.

@@ -11,6 +11,7 @@ export const SECTIONS = [
   'rate-limits',
   'browsers',
   'persisted-documents',
+  'caching',
   'operations',
   'tracing',
 ] as const;

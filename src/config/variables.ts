@@ -1,6 +1,7 @@
 // Every environment variable the facade reads, each declared once, nested as Config is. The few
 // values that follow from several variables are computed from these in src/config.ts.
 import { z } from 'zod';
+import { CACHEABLE_PATHS } from '../upstream/endpoints.js';
 import {
   bearerTokens,
   bool,
@@ -17,6 +18,7 @@ import {
   propagators,
   redisUrl,
   sdkReads,
+  routeMaxAges,
   tracesExporter,
   upstreamUrl,
   workers,
@@ -111,6 +113,16 @@ export const settingsSchema = z.object({
       section: 'upstream',
       doc: 'how long an open circuit fails fast before one trial call',
     }),
+    cacheMaxAge: variable(
+      'UPSTREAM_CACHE_MAX_AGE',
+      routeMaxAges(CACHEABLE_PATHS).default(() => ({})),
+      {
+        section: 'caching',
+        doc: "how long each upstream read's answers may be kept when the upstream sends no `Cache-Control` or `Expires` of its own (which always win); `0` keeps nothing ([caching](caching.md))",
+        default: 'unset: a read without its own headers has no policy, and is never kept',
+        accepted: `\`path=seconds\` pairs separated by commas, each path an upstream read: ${CACHEABLE_PATHS.map((path) => `\`${path}\``).join(', ')} (e.g. \`/git/v1/repo=30\`)`,
+      },
+    ),
   }),
   clientTokens: variable('CLIENT_TOKENS', bearerTokens.optional(), {
     section: 'upstream',
@@ -308,6 +320,19 @@ export const settingsSchema = z.object({
       doc: "with `REDIS_URL`: the bound of APQ's own key space in Redis, counting each document's text and hash and an allowance for Redis's own overhead per entry; past it, APQ's least recently used documents are evicted, never another key ([operations](operations.md#redis-rate-limits-and-apq))",
       default: '`67108864` (64 MiB)',
       accepted: '0–1073741824 (0: nothing kept in Redis)',
+    }),
+  }),
+
+  responseCache: z.object({
+    enabled: variable('RESPONSE_CACHE', bool.default(true), {
+      section: 'caching',
+      doc: 'keep answers per caller for as long as their cache policy allows, and answer a repeated query from them without parsing, executing or calling upstream; an answer with no policy is never kept, so it costs nothing until a policy exists ([caching](caching.md))',
+    }),
+    maxBytes: variable('RESPONSE_CACHE_BYTES', int(0, 4096 * MiB).default(32 * MiB), {
+      section: 'caching',
+      doc: "answers kept in each process's memory, least recently used out first, bounded by their JSON length; with `REDIS_URL` answers are kept in Redis (each for its own lifetime) and this bounds the fallback used while Redis is away",
+      default: '`33554432` (32 MiB)',
+      accepted: '0–4294967296 (0: nothing kept in memory)',
     }),
   }),
 

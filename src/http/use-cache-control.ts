@@ -1,21 +1,86 @@
+import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import type { Context } from '../context.js';
+import { requestState } from '../request-state.js';
+import { type CachePolicy, NO_STORE, strictest } from '../upstream/cache-policy.js';
+import { ANSWER_POLICY, operationPolicy, staticHint, type WithPolicy } from './cache-hints.js';
 import { addVary } from './headers.js';
 
+export interface CacheControlOptions {
+  /**
+   * Every answer depends on who asks: the caller's Authorization goes upstream, or callers are
+   * checked (CLIENT_TOKENS), or FORWARD_HEADERS passes something of theirs on. Such an answer is
+   * `private` whatever the upstream says.
+   */
+  perCaller: boolean;
+  /** FORWARD_HEADERS: what a kept answer also varies on. */
+  forwardHeaders: readonly string[];
+}
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+
+/** The strictest policy of what an answer holds: an error or a result without one keeps nothing. */
+function answerPolicy(result: unknown): CachePolicy {
+  if (isAsyncIterable(result)) return NO_STORE;
+  const results = Array.isArray(result) ? result : [result];
+  let policy: CachePolicy | undefined;
+  for (const one of results as Array<(WithPolicy & { errors?: readonly unknown[] }) | null>) {
+    const own = one?.errors?.length ? NO_STORE : (one?.[ANSWER_POLICY] ?? NO_STORE);
+    policy = policy ? strictest(policy, own) : own;
+  }
+  return policy ?? NO_STORE;
+}
+
 /**
- * `Cache-Control: private, no-store` on every answer, whatever its path (Yoga also serves GraphQL
- * on `/graphql/`) and type (JSON, an event stream that Yoga marks `no-cache`, multipart): answers
- * carry one caller's data, and no cache between the facade and a browser may keep one for another.
- * The one exception is an answer that carries a validator (the static GraphiQL page's ETag): it
- * holds nobody's data and is meant to be revalidated.
+ * The answer's `Cache-Control`, which browsers, CDNs and the routers of a supergraph (Apollo
+ * Router, Cosmo, Hive Gateway) read from a subgraph's answer: the strictest policy of its fields
+ * (src/http/cache-hints.ts); `private` whenever it depends on the caller; `private, no-store` for
+ * mutations, errors, partial answers, streams, fields without a policy, and every answer that is
+ * not GraphQL's (whatever its path: Yoga also serves GraphQL on `/graphql/`). Set on GET and POST
+ * alike: HTTP caches keep only GETs, but routers read the header on POSTs. The one exception is an
+ * answer that carries a validator (the static GraphiQL page's ETag): it holds nobody's data and
+ * is meant to be revalidated.
  *
- * `Vary: Origin` on every answer too, the CORS preflight included: what CORS allows depends on
- * the Origin, so a cache must not serve one origin's answer to another.
+ * `Vary: Origin` on every answer, the CORS preflight included: what CORS allows depends on the
+ * Origin. An answer that may be kept also varies on what shapes it: the credential, the forwarded
+ * headers and the media type negotiated from Accept.
  */
-export function useCacheControl(): Plugin {
+export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptions): Plugin {
+  const varyOn = ['Accept', 'Authorization', ...forwardHeaders];
   return {
-    onResponse({ response }) {
-      if (!response.headers.has('etag')) response.headers.set('cache-control', 'private, no-store');
+    onExecute({ args }) {
+      const context = args.contextValue as Context;
+      return {
+        onExecuteDone({ result }) {
+          // A stream is answered in parts and never kept; a result the response cache answered
+          // already carries the policy it was kept with.
+          if (isAsyncIterable(result) || (result as WithPolicy)[ANSWER_POLICY]) return;
+          // Before the response cache's own hook, which keeps the result with what it carries.
+          (result as WithPolicy)[ANSWER_POLICY] = operationPolicy({
+            operation: getOperationAST(args.document, args.operationName)?.operation,
+            hasErrors: Boolean(result.errors?.length),
+            hint: staticHint(args.schema, args.document),
+            calls: context.upstreamCalls ?? [],
+            readUnhinted: context.readsWithoutPolicy?.seen ?? false,
+          });
+        },
+      };
+    },
+    onResultProcess({ request, result }) {
+      requestState(request).cachePolicy = answerPolicy(result);
+    },
+    onResponse({ request, response }) {
       addVary(response.headers, 'Origin');
+      if (response.headers.has('etag')) return;
+      const policy = requestState(request).cachePolicy;
+      if (!policy || policy.maxAge === 0 || response.status !== 200) {
+        response.headers.set('cache-control', 'private, no-store');
+        return;
+      }
+      const scope = perCaller || policy.scope === 'PRIVATE' ? 'private' : 'public';
+      response.headers.set('cache-control', `${scope}, max-age=${policy.maxAge}`);
+      for (const name of varyOn) addVary(response.headers, name);
     },
   };
 }

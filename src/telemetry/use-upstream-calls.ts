@@ -56,15 +56,17 @@ export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
 }
 
 /**
- * `extensions.upstreamCalls` of a request: its calls so far and its budget; and `extensions.cost`,
- * the operation's estimated cost against MAX_COST, named and shaped as Hive Gateway's demand
- * control shows it.
+ * `extensions.upstreamCalls` of a request: its calls so far, its budget and the response cache's
+ * hit or miss; and `extensions.cost`, the operation's estimated cost against MAX_COST, named and
+ * shaped as Hive Gateway's demand control shows it.
  */
-function upstreamCallsExtension({ call, upstreamCalls, cost }: Context) {
+function upstreamCallsExtension({ call, upstreamCalls, cost, request }: Context) {
   const budget = call.budget;
+  const cache = request && requestState(request).responseCache;
   return {
     upstreamCalls: {
       calls: shownCalls(upstreamCalls ?? []),
+      ...(cache ? { cache } : {}),
       ...(budget ? { budget: { used: budget.limit - budget.left, limit: budget.limit } } : {}),
     },
     ...(cost ? { cost: { estimated: cost.estimated, max: cost.max } } : {}),

@@ -13,6 +13,12 @@ import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
 import { injectTraceContext, type TraceContext } from '../telemetry/trace-context.js';
 import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
 import type { CallBudget } from './budget.js';
+import {
+  type CachePolicy,
+  type FreshnessHeaders,
+  NO_STORE,
+  parseCachePolicy,
+} from './cache-policy.js';
 import { CallCancel } from './cancel.js';
 import type { Endpoint } from './endpoints.js';
 import {
@@ -64,6 +70,11 @@ export interface CompletedCall {
   fields?: readonly string[] | undefined;
   /** Another request's call this request joined (src/upstream/in-flight.ts), under its request id. */
   joined?: boolean | undefined;
+  /**
+   * Of a read that succeeded: how long its answer may be kept (the upstream's Cache-Control or
+   * Expires, else UPSTREAM_CACHE_MAX_AGE for its route); undefined when neither says.
+   */
+  cachePolicy?: CachePolicy | undefined;
 }
 
 /** What one GraphQL request brings to its upstream calls. */
@@ -120,6 +131,8 @@ export class UpstreamClient {
   readonly #breakers: RouteBreakers;
   readonly #server: { address: string; port: number };
   readonly #redact: Redact;
+  /** UPSTREAM_CACHE_MAX_AGE by route (`GET /git/v1/repo`). */
+  readonly #maxAge: ReadonlyMap<string, CachePolicy>;
   #calls = 0;
 
   constructor(options: UpstreamClientOptions) {
@@ -133,6 +146,12 @@ export class UpstreamClient {
     this.#prefix = url.pathname.replace(/\/+$/, '');
     // Of the facade's secrets, the key is the one the upstream is sent and so may quote back.
     this.#redact = createRedact([options.apiKey]);
+    this.#maxAge = new Map(
+      Object.entries(options.cacheMaxAge ?? {}).map(([path, maxAge]) => [
+        `GET ${path}`,
+        maxAge > 0 ? { maxAge, scope: 'PUBLIC' } : NO_STORE,
+      ]),
+    );
     this.#breakers = createRouteBreakers(
       options.breakerThreshold,
       options.breakerCooldownMs,
@@ -227,6 +246,7 @@ export class UpstreamClient {
     const started = performance.now();
     const span = this.#options.tracer && this.#startSpan(request, call, attempt);
     let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
+    let cachePolicy: CachePolicy | undefined;
     try {
       const response = await this.#dispatcher.request({
         origin: this.#origin,
@@ -254,6 +274,11 @@ export class UpstreamClient {
           header(response.headers['retry-after']),
         );
       }
+      // Only a read's answer can be kept; a write's is one caller's outcome, once.
+      if (request.method === 'GET') {
+        cachePolicy =
+          parseCachePolicy(response.headers as FreshnessHeaders) ?? this.#maxAge.get(request.route);
+      }
       // A route whose answer is not specified: any 2xx is the answer, whatever it holds.
       if (request.decode === null) return undefined as T;
       return parseBody(text, request.decode, response.statusCode, this.#redact);
@@ -273,6 +298,7 @@ export class UpstreamClient {
         attempt,
         callers: call.callers ?? 1,
         fields: call.fields,
+        cachePolicy,
       };
       if (span) endSpan(span, outcome);
       this.#options.onCall?.(completed);

@@ -72,6 +72,9 @@ export const listRepositories: Endpoint<PageQuery, RepositoryList> = {
   timeout: 'timeoutMs',
 };
 
+/** The reads whose answers may be kept: the paths UPSTREAM_CACHE_MAX_AGE may name. */
+export const CACHEABLE_PATHS: readonly string[] = [listRepositories.path];
+
 export const createDomainVerification: Endpoint<{ domain: string }, WireDomainVerification> = {
   method: 'POST',
   path: '/domains/v1/verifications',

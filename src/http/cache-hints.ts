@@ -1,0 +1,129 @@
+// The cache policy of one executed operation: the strictest of what its fields declare. A field
+// that reads the upstream has its call's policy (src/upstream/cache-policy.ts); a field may also
+// carry a static `@cacheControl(maxAge, scope)` in the schema, the form Apollo Server and Yoga's
+// response cache read. Nothing declared means nothing kept.
+import {
+  type DocumentNode,
+  type GraphQLCompositeType,
+  type GraphQLField,
+  type GraphQLSchema,
+  getNamedType,
+  isCompositeType,
+  Kind,
+  type OperationDefinitionNode,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+} from 'graphql';
+import { type CachePolicy, NO_STORE, strictest } from '../upstream/cache-policy.js';
+import type { CompletedCall } from '../upstream/client.js';
+
+/**
+ * The policy an answer carries, from its execution to its response (and in the response cache):
+ * a symbol, so that no serialisation of the answer ever shows it.
+ */
+export const ANSWER_POLICY = Symbol.for('graphql-facade.cachePolicy');
+
+export type WithPolicy = { [ANSWER_POLICY]?: CachePolicy | undefined };
+
+interface Annotated {
+  astNode?: { directives?: ReadonlyArray<DirectiveLike> | undefined } | null | undefined;
+  extensions?: Readonly<Record<string, unknown>> | null | undefined;
+}
+
+interface DirectiveLike {
+  name: { value: string };
+  arguments?: ReadonlyArray<{ name: { value: string }; value: unknown }> | undefined;
+}
+
+/** `@cacheControl(maxAge, scope)` on a field or type: from the SDL or from Pothos's extensions. */
+export function cacheControlHint(element: Annotated): CachePolicy | undefined {
+  let args: { maxAge?: unknown; scope?: unknown } | undefined;
+  const ast = element.astNode?.directives?.find((node) => node.name.value === 'cacheControl');
+  if (ast) {
+    args = {};
+    for (const arg of ast.arguments ?? []) {
+      const value = arg.value as { kind: string; value?: string };
+      const plain =
+        value.kind === Kind.INT
+          ? Number(value.value)
+          : value.kind === Kind.ENUM
+            ? value.value
+            : undefined;
+      (args as Record<string, unknown>)[arg.name.value] = plain;
+    }
+  } else {
+    const declared = element.extensions?.directives;
+    if (Array.isArray(declared)) {
+      args = (declared as Array<{ name?: unknown; args?: typeof args }>).find(
+        (directive) => directive.name === 'cacheControl',
+      )?.args;
+    } else if (declared && typeof declared === 'object') {
+      const entry = (declared as Record<string, unknown>).cacheControl;
+      args = (Array.isArray(entry) ? entry[0] : entry) as typeof args;
+    }
+  }
+  if (!args) return undefined;
+  const maxAge = typeof args.maxAge === 'number' && args.maxAge > 0 ? Math.floor(args.maxAge) : 0;
+  return { maxAge, scope: args.scope === 'PRIVATE' ? 'PRIVATE' : 'PUBLIC' };
+}
+
+const hintsByDocument = new WeakMap<DocumentNode, CachePolicy | null>();
+
+/**
+ * The strictest static hint of the fields a document selects (and of the types they return), or
+ * undefined when it selects none that carries one. Computed once per parsed document.
+ */
+export function staticHint(schema: GraphQLSchema, document: DocumentNode): CachePolicy | undefined {
+  const known = hintsByDocument.get(document);
+  if (known !== undefined) return known ?? undefined;
+  let hint: CachePolicy | undefined;
+  const typeInfo = new TypeInfo(schema);
+  const add = (found: CachePolicy | undefined) => {
+    if (found) hint = hint ? strictest(hint, found) : found;
+  };
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field() {
+        const field = typeInfo.getFieldDef() as GraphQLField<unknown, unknown> | null;
+        if (!field) return;
+        add(cacheControlHint(field));
+        const type = getNamedType(field.type);
+        if (isCompositeType(type)) add(cacheControlHint(type as GraphQLCompositeType));
+      },
+    }),
+  );
+  hintsByDocument.set(document, hint ?? null);
+  return hint;
+}
+
+export interface ExecutedOperation {
+  operation: OperationDefinitionNode['operation'] | undefined;
+  hasErrors: boolean;
+  /** The operation's static hint (staticHint). */
+  hint: CachePolicy | undefined;
+  /** Its upstream calls, every attempt. */
+  calls: readonly CompletedCall[];
+  /** A field read something with no policy of its own (a DNS look-up). */
+  readUnhinted: boolean;
+}
+
+/**
+ * The policy of one executed operation: `no-store` for anything but a query, for errors (which a
+ * partial answer carries too), and when any read has no policy and no static hint covers it (a
+ * static hint on a field stands for the reads beneath it); else the strictest of the hints and the
+ * reads' own policies. An operation that declares nothing and reads nothing keeps nothing either.
+ */
+export function operationPolicy(executed: ExecutedOperation): CachePolicy {
+  if (executed.operation !== 'query' || executed.hasErrors) return NO_STORE;
+  if (executed.readUnhinted && !executed.hint) return NO_STORE;
+  let policy = executed.hint;
+  for (const call of executed.calls) {
+    // A failed attempt that a retry made good says nothing of the answer.
+    if (typeof call.outcome !== 'number' || call.outcome < 200 || call.outcome >= 300) continue;
+    if (call.cachePolicy) policy = policy ? strictest(policy, call.cachePolicy) : call.cachePolicy;
+    else if (!executed.hint) return NO_STORE;
+  }
+  return policy ?? NO_STORE;
+}

@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+import { type ExecutionResult, getOperationAST } from 'graphql';
+import type { GraphQLParams, Plugin } from 'graphql-yoga';
+import type { CredentialPolicy } from '../credentials.js';
+import { requestState } from '../request-state.js';
+import type { ResponseStore } from './response-cache-store.js';
+
+/**
+ * The session an answer is kept for: a hash of exactly what shapes its upstream calls and who may
+ * read it, the caller's Authorization (forwarded as it came, or in service-key mode the caller's
+ * own credential, which the contract forbids serving another's answer to) and the values of
+ * FORWARD_HEADERS (an absent header apart from an empty one). Nothing else of a request reaches
+ * the upstream, so nothing else can make its answer differ.
+ */
+export function cacheSession(credentials: CredentialPolicy, headers: Headers): string {
+  const inputs = JSON.stringify([
+    headers.get('authorization'),
+    credentials.forwardedHeaders(headers) ?? null,
+  ]);
+  return createHash('sha256').update(inputs).digest('base64url');
+}
+
+/** The operation, its name and variables, under the session (the prefix evictSession uses). */
+function cacheKey(session: string, params: GraphQLParams): string {
+  const operation = createHash('sha256')
+    .update(params.query ?? '')
+    .update('\0')
+    .update(params.operationName ?? '')
+    .update('\0')
+    .update(JSON.stringify(params.variables ?? {}))
+    .digest('base64url');
+  return `${session}:${operation}`;
+}
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+
+export interface ResponseCacheOptions {
+  store: ResponseStore;
+  credentials: CredentialPolicy;
+}
+
+/**
+ * Answers kept per caller: a repeated query is answered once its parameters are read, without
+ * being parsed, validated or executed, and so without any upstream call; the stages before it
+ * (CSRF, rate limit, client tokens, body size, trusted documents, APQ) still run for it. Only an
+ * answer whose policy allows it (src/http/cache-hints.ts) is kept, for at most its max-age. A
+ * mutation evicts every answer kept for its caller's session once it has run, failed or not: what
+ * it changed upstream is not known from its answer.
+ *
+ * The keys, the bounded stores and the lookup are the facade's; the store is the Cache interface
+ * of @envelop/response-cache. That plugin is not used: it replaces the execute function, which
+ * graphql-jit (the `jit` stage) replaces after it, so it warned on every request and kept its
+ * TTLs from the wrong document; and Yoga's wrapper of it adds the cache key (a hash of the
+ * caller's credential) to every kept answer as its ETag and answers `If-None-Match` with a 304
+ * before the CSRF rule and the rate limit.
+ */
+export function useResponseCache({ store, credentials }: ResponseCacheOptions): Plugin {
+  const session = (request: Request) => cacheSession(credentials, request.headers);
+  return {
+    onParams({ params, request, setResult }) {
+      const state = requestState(request);
+      state.responseCache = 'miss';
+      const key = cacheKey(session(request), params);
+      const answer = (kept: ExecutionResult | null | undefined) => {
+        if (!kept) return;
+        state.responseCache = 'hit';
+        // Where the calls are shown (src/telemetry/use-upstream-calls.ts), a hit shows none.
+        setResult(
+          state.showsUpstreamCalls
+            ? {
+                ...kept,
+                extensions: { ...kept.extensions, upstreamCalls: { calls: [], cache: 'hit' } },
+              }
+            : kept,
+        );
+      };
+      const kept = store.get(key);
+      return kept instanceof Promise ? kept.then(answer) : answer(kept);
+    },
+    onExecute({ args }) {
+      const { request, params } = args.contextValue as { request: Request; params: GraphQLParams };
+      if (getOperationAST(args.document, args.operationName)?.operation === 'mutation') {
+        return {
+          onExecuteDone: async () => {
+            await store.evictSession(session(request));
+          },
+        };
+      }
+      return {
+        // After the cacheControl stage's hook, which gives the result its policy; the store keeps
+        // only what that policy allows.
+        onExecuteDone: async ({ result }) => {
+          if (isAsyncIterable(result) || result.errors?.length) return;
+          await store.set(cacheKey(session(request), params), result, [], Number.POSITIVE_INFINITY);
+        },
+      };
+    },
+  };
+}

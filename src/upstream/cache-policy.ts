@@ -1,0 +1,92 @@
+// What an upstream answer says about how long it may be kept (RFC 9111), reduced to the one shape
+// the facade reasons with: a lifetime and whether it belongs to one caller. Shared by the answer's
+// Cache-Control (src/http/use-cache-control.ts), the response cache and any later cache of pages.
+
+/** How long an answer may be kept, in whole seconds, and for whom. maxAge 0: not kept at all. */
+export interface CachePolicy {
+  readonly maxAge: number;
+  readonly scope: 'PUBLIC' | 'PRIVATE';
+}
+
+/** Kept by no one: what a field with no policy, an error or a mutation makes the answer. */
+export const NO_STORE: CachePolicy = Object.freeze({ maxAge: 0, scope: 'PRIVATE' });
+
+/** The headers of an upstream answer that decide its policy, as undici gives them. */
+export interface FreshnessHeaders {
+  'cache-control'?: string | string[] | undefined;
+  expires?: string | string[] | undefined;
+  date?: string | string[] | undefined;
+  age?: string | string[] | undefined;
+  vary?: string | string[] | undefined;
+}
+
+const join = (value: string | string[] | undefined) =>
+  Array.isArray(value) ? value.join(',') : value;
+
+/** Directive name (lower case) -> its value ('' when it has none), of a Cache-Control header. */
+function directives(header: string): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const part of header.split(',')) {
+    const mark = part.indexOf('=');
+    const name = (mark === -1 ? part : part.slice(0, mark)).trim().toLowerCase();
+    const value =
+      mark === -1
+        ? ''
+        : part
+            .slice(mark + 1)
+            .trim()
+            .replace(/^"(.*)"$/, '$1');
+    // RFC 9111 §4.2.1: of a directive given twice, the first counts.
+    if (name && !found.has(name)) found.set(name, value);
+  }
+  return found;
+}
+
+const seconds = (value: string | undefined): number | undefined =>
+  value !== undefined && /^\d+$/.test(value) ? Math.min(Number(value), 2 ** 31 - 1) : undefined;
+
+/**
+ * The policy an upstream answer declares, or undefined when it declares none (then the operator's
+ * per-route setting applies). `no-store`, `no-cache` (which asks for a revalidation the facade does
+ * not make) and `Vary: *` keep nothing. The facade is a shared cache to the upstream, so
+ * `s-maxage` comes before `max-age`, and both before `Expires` (taken against the answer's `Date`);
+ * an `Expires` that is not a date has already passed (§5.3). `Age` is what the answer has already
+ * lived in caches before it. `private` keeps its lifetime: the facade's cache is keyed by the
+ * credential the answer was made for; `private` with no lifetime keeps nothing.
+ */
+export function parseCachePolicy(
+  headers: FreshnessHeaders,
+  now: number = Date.now(),
+): CachePolicy | undefined {
+  const cacheControl = join(headers['cache-control']);
+  const expires = join(headers.expires);
+  if (
+    join(headers.vary)
+      ?.split(',')
+      .some((name) => name.trim() === '*')
+  )
+    return NO_STORE;
+  const found = cacheControl ? directives(cacheControl) : new Map<string, string>();
+  if (found.has('no-store') || found.has('no-cache')) return NO_STORE;
+  const scope = found.has('private') ? 'PRIVATE' : 'PUBLIC';
+  let lifetime = seconds(found.get('s-maxage')) ?? seconds(found.get('max-age'));
+  if (lifetime === undefined && expires !== undefined) {
+    const at = Date.parse(expires);
+    const date = Date.parse(join(headers.date) ?? '');
+    const base = Number.isNaN(date) ? now : date;
+    lifetime = Number.isNaN(at) ? 0 : Math.max(0, Math.floor((at - base) / 1000));
+  }
+  if (lifetime === undefined) return found.has('private') ? NO_STORE : undefined;
+  const age = seconds(join(headers.age)) ?? 0;
+  return { maxAge: Math.max(0, lifetime - age), scope };
+}
+
+/** The stricter of two policies: the shorter lifetime, private if either is. */
+export function strictest(a: CachePolicy, b: CachePolicy): CachePolicy {
+  if (a.maxAge === 0) return NO_STORE;
+  if (b.maxAge === 0) return NO_STORE;
+  return {
+    maxAge: Math.min(a.maxAge, b.maxAge),
+    scope: a.scope === 'PRIVATE' || b.scope === 'PRIVATE' ? 'PRIVATE' : 'PUBLIC',
+  };
+}

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
+
+const LIST = '{ repositories(limit: 20) { total items { id } } }';
+const REPO_ROUTE = 'GET /git/v1/repo';
+
+const as = (token: string) => ({ authorization: `Bearer ${token}` });
+
+describe('response cache', () => {
+  describe('with the upstream sending max-age=30 on the repository list', () => {
+    const h = useHarness({ sandbox: { repositoryCacheControl: 'max-age=30' } });
+
+    it('answers a repeated query from the cache, with no upstream call', async () => {
+      const app = h.createApp();
+      const first = await postGraphQL(app, LIST, undefined, as('alice'));
+      expect(first.errors).toBeUndefined();
+      expect(first.headers.get('cache-control')).toBe('private, max-age=30');
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+
+      const second = await postGraphQL(app, LIST, undefined, as('alice'));
+      expect(second.data).toEqual(first.data);
+      expect(second.headers.get('cache-control')).toMatch(/^private, max-age=(29|30)$/);
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+    });
+
+    it("makes its own call for the same query with another token, and gets that token's data", async () => {
+      const app = h.createApp();
+      const alice = await postGraphQL<{ repositories: { items: Array<{ id: string }> } }>(
+        app,
+        LIST,
+        undefined,
+        as('alice'),
+      );
+      const bob = await postGraphQL<{ repositories: { items: Array<{ id: string }> } }>(
+        app,
+        LIST,
+        undefined,
+        as('bob'),
+      );
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(2);
+      expect(bob.data?.repositories.items[0]?.id).not.toBe(alice.data?.repositories.items[0]?.id);
+      const sent = upstreamRequests(h.sandbox, REPO_ROUTE).map((r) => r.headers.authorization);
+      expect(sent).toEqual(['Bearer alice', 'Bearer bob']);
+    });
+
+    it('varies a cacheable answer on Origin, Accept, Authorization and the forwarded headers', async () => {
+      const app = h.createApp({ config: { forwardHeaders: ['x-tenant'] } });
+      const answer = await postGraphQL(app, LIST, undefined, as('carol'));
+      const vary = (answer.headers.get('vary') ?? '').toLowerCase().split(/\s*,\s*/);
+      expect(vary).toEqual(
+        expect.arrayContaining(['origin', 'accept', 'authorization', 'x-tenant']),
+      );
+    });
+
+    it('shows a miss, then a hit, where the upstream calls are shown', async () => {
+      const app = h.createApp();
+      const miss = await postGraphQL(app, LIST, undefined, as('dave'));
+      expect(miss.extensions?.upstreamCalls).toMatchObject({ cache: 'miss' });
+      const hit = await postGraphQL(app, LIST, undefined, as('dave'));
+      expect(hit.extensions?.upstreamCalls).toEqual({ calls: [], cache: 'hit' });
+    });
+
+    it('keeps nothing and says no-store for a mutation, and evicts its caller', async () => {
+      const app = h.createApp();
+      await postGraphQL(app, LIST, undefined, as('erin'));
+      const mutation = await postGraphQL(
+        app,
+        'mutation { createDomainVerification(input: { domain: "example.com" }) { id } }',
+        undefined,
+        as('erin'),
+      );
+      expect(mutation.headers.get('cache-control')).toBe('private, no-store');
+      await postGraphQL(app, LIST, undefined, as('erin'));
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(2);
+    });
+
+    it('says no-store when a field without a policy is in the answer', async () => {
+      const app = h.createApp();
+      const answer = await postGraphQL(
+        app,
+        '{ repositories(limit: 1) { total } domainDnsCheck(domain: "example.invalid") { host } }',
+        undefined,
+        as('frank'),
+      );
+      expect(answer.headers.get('cache-control')).toBe('private, no-store');
+    });
+
+    it('says public only when no answer depends on the caller', async () => {
+      const app = h.createApp({
+        config: { upstream: { apiKey: 'service-key' }, allowAnonymousServiceKey: true },
+      });
+      const answer = await postGraphQL(app, LIST);
+      expect(answer.headers.get('cache-control')).toBe('public, max-age=30');
+    });
+
+    it('keeps nothing past RESPONSE_CACHE_BYTES', async () => {
+      const app = h.createApp({ config: { responseCache: { enabled: true, maxBytes: 0 } } });
+      await postGraphQL(app, LIST, undefined, as('gina'));
+      await postGraphQL(app, LIST, undefined, as('gina'));
+      // A bound of 0 bytes keeps nothing: both went upstream.
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(2);
+    });
+  });
+
+  describe('with no hint', () => {
+    const h = useHarness();
+
+    it('keeps nothing and says no-store, as without a cache', async () => {
+      const app = h.createApp();
+      const first = await postGraphQL(app, LIST, undefined, as('alice'));
+      const second = await postGraphQL(app, LIST, undefined, as('alice'));
+      expect(first.headers.get('cache-control')).toBe('private, no-store');
+      expect(second.headers.get('cache-control')).toBe('private, no-store');
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(2);
+    });
+  });
+
+  describe('with UPSTREAM_CACHE_MAX_AGE set for the repository list', () => {
+    const h = useHarness({ config: { upstream: { cacheMaxAge: { '/git/v1/repo': 12 } } } });
+
+    it("keeps an answer for the operator's setting when the upstream says nothing", async () => {
+      const first = await h.gql(LIST, undefined, as('bob'));
+      await h.gql(LIST, undefined, as('bob'));
+      expect(first.headers.get('cache-control')).toBe('private, max-age=12');
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+    });
+  });
+});
