@@ -7,7 +7,10 @@ export interface RepositoryRouteOptions {
   defaultPageSize: number;
   /** Sent as `Cache-Control` with every page. */
   cacheControl?: string | undefined;
-  /** A request header (lower case) whose value is part of the account: its own list per value. */
+  /**
+   * A request header (lower case) whose value is part of the account, its own list per value, and
+   * which the answer names in `Vary`.
+   */
   varyHeader?: string | undefined;
 }
 
@@ -67,7 +70,10 @@ export function createRepositoryRoute(options: RepositoryRouteOptions): Route {
       status: 200,
       body,
       contentType: JSON_TYPE,
-      ...(options.cacheControl ? { headers: { 'cache-control': options.cacheControl } } : {}),
+      headers: {
+        ...(options.cacheControl ? { 'cache-control': options.cacheControl } : {}),
+        ...(options.varyHeader ? { vary: options.varyHeader } : {}),
+      },
     };
     remember(key, reply);
     return reply;

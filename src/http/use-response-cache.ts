@@ -59,6 +59,9 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
   const session = (request: Request) => cacheSession(credentials, request.headers);
   return {
     onParams({ params, request, setResult }) {
+      // Yoga's own parameter check, after this hook, answers parameters of the wrong type.
+      if (typeof params.query !== 'string') return;
+      if (params.operationName != null && typeof params.operationName !== 'string') return;
       const state = requestState(request);
       state.responseCache = 'miss';
       const key = cacheKey(session(request), params);

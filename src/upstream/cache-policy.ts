@@ -48,8 +48,10 @@ const seconds = (value: string | undefined): number | undefined =>
 /**
  * The policy an upstream answer declares, or undefined when it declares none (then the operator's
  * per-route setting applies). `no-store`, `no-cache` (which asks for a revalidation the facade does
- * not make) and `Vary: *` keep nothing. The facade is a shared cache to the upstream, so
- * `s-maxage` comes before `max-age`, and both before `Expires` (taken against the answer's `Date`);
+ * not make) and a `Vary` naming anything but what the keys of the facade's caches hold (`keyed`:
+ * the credential and the forwarded headers; `*` included) keep nothing: an answer that varies on
+ * the request id or the trace context would be served to callers it was not made for.
+ * The facade is a shared cache to the upstream, so `s-maxage` comes before `max-age`, and both before `Expires` (taken against the answer's `Date`);
  * an `Expires` that is not a date has already passed (§5.3). `Age` is what the answer has already
  * lived in caches before it. `private` keeps its lifetime: the facade's cache is keyed by the
  * credential the answer was made for; `private` with no lifetime keeps nothing.
@@ -57,15 +59,14 @@ const seconds = (value: string | undefined): number | undefined =>
 export function parseCachePolicy(
   headers: FreshnessHeaders,
   now: number = Date.now(),
+  keyed: (header: string) => boolean = () => false,
 ): CachePolicy | undefined {
   const cacheControl = join(headers['cache-control']);
   const expires = join(headers.expires);
-  if (
-    join(headers.vary)
-      ?.split(',')
-      .some((name) => name.trim() === '*')
-  )
-    return NO_STORE;
+  for (const name of join(headers.vary)?.split(',') ?? []) {
+    const header = name.trim().toLowerCase();
+    if (header !== '' && !keyed(header)) return NO_STORE;
+  }
   const found = cacheControl ? directives(cacheControl) : new Map<string, string>();
   if (found.has('no-store') || found.has('no-cache')) return NO_STORE;
   const scope = found.has('private') ? 'PRIVATE' : 'PUBLIC';

@@ -105,6 +105,13 @@ export interface CallContext {
   showCalls?: boolean | undefined;
 }
 
+/**
+ * What the client sends alike on every call of a route, so an answer may vary on it: with the
+ * credential and the forwarded headers, what a cache key holds (a `Vary` naming anything else
+ * keeps nothing; src/upstream/cache-policy.ts).
+ */
+const SAME_FOR_EVERY_CALL = new Set(['accept', 'accept-encoding', 'content-type']);
+
 /** One call as it goes on the wire, built once for all its attempts. */
 interface Outgoing<Out> {
   method: Endpoint<unknown, Out>['method'];
@@ -276,8 +283,13 @@ export class UpstreamClient {
       }
       // Only a read's answer can be kept; a write's is one caller's outcome, once.
       if (request.method === 'GET') {
+        const keyed = (header: string) =>
+          SAME_FOR_EVERY_CALL.has(header) ||
+          header === 'authorization' ||
+          (call.forwarded !== undefined && Object.hasOwn(call.forwarded, header));
         cachePolicy =
-          parseCachePolicy(response.headers as FreshnessHeaders) ?? this.#maxAge.get(request.route);
+          parseCachePolicy(response.headers as FreshnessHeaders, Date.now(), keyed) ??
+          this.#maxAge.get(request.route);
       }
       // A route whose answer is not specified: any 2xx is the answer, whatever it holds.
       if (request.decode === null) return undefined as T;

@@ -1,0 +1,145 @@
+import { buildSchema, OperationTypeNode, parse } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { operationPolicy, staticHint } from '../../src/http/cache-hints.js';
+import { NO_STORE, parseCachePolicy, strictest } from '../../src/upstream/cache-policy.js';
+import type { CompletedCall } from '../../src/upstream/client.js';
+
+const NOW = Date.parse('2026-01-01T00:00:00Z');
+
+describe('parseCachePolicy', () => {
+  it.each([
+    ['max-age=30', { maxAge: 30, scope: 'PUBLIC' }],
+    ['public, max-age=30', { maxAge: 30, scope: 'PUBLIC' }],
+    ['private, max-age=30', { maxAge: 30, scope: 'PRIVATE' }],
+    ['max-age=30, s-maxage=5', { maxAge: 5, scope: 'PUBLIC' }],
+    ['MAX-AGE="30"', { maxAge: 30, scope: 'PUBLIC' }],
+    ['max-age=10, max-age=99', { maxAge: 10, scope: 'PUBLIC' }],
+    ['no-store, max-age=30', NO_STORE],
+    ['no-cache, max-age=30', NO_STORE],
+    ['max-age=0', { maxAge: 0, scope: 'PUBLIC' }],
+    ['private', NO_STORE],
+  ])('reads Cache-Control: %s', (header, policy) => {
+    expect(parseCachePolicy({ 'cache-control': header }, NOW)).toEqual(policy);
+  });
+
+  it('declares nothing when the upstream says nothing', () => {
+    expect(parseCachePolicy({}, NOW)).toBeUndefined();
+    expect(parseCachePolicy({ 'cache-control': 'public' }, NOW)).toBeUndefined();
+    expect(parseCachePolicy({ 'cache-control': 'max-age=abc' }, NOW)).toBeUndefined();
+  });
+
+  it("takes Expires against the answer's Date, and an invalid one as passed", () => {
+    const date = new Date(NOW).toUTCString();
+    const expires = new Date(NOW + 45_000).toUTCString();
+    expect(parseCachePolicy({ expires, date }, NOW + 3_600_000)).toEqual({
+      maxAge: 45,
+      scope: 'PUBLIC',
+    });
+    expect(parseCachePolicy({ expires }, NOW)).toEqual({ maxAge: 45, scope: 'PUBLIC' });
+    expect(parseCachePolicy({ expires: '0' }, NOW)).toEqual({ maxAge: 0, scope: 'PUBLIC' });
+    expect(parseCachePolicy({ 'cache-control': 'max-age=5', expires }, NOW)?.maxAge).toBe(5);
+  });
+
+  it('keeps nothing that varies on a header outside the key', () => {
+    const keyed = (header: string) => header === 'authorization' || header === 'x-tenant';
+    const policy = (vary: string) =>
+      parseCachePolicy({ 'cache-control': 'max-age=30', vary }, NOW, keyed);
+    expect(policy('Authorization, X-Tenant')).toEqual({ maxAge: 30, scope: 'PUBLIC' });
+    expect(policy('X-Request-Id')).toEqual(NO_STORE);
+    expect(policy('*')).toEqual(NO_STORE);
+  });
+
+  it('takes off the Age the answer already has, and keeps nothing for Vary: *', () => {
+    expect(parseCachePolicy({ 'cache-control': 'max-age=30', age: '12' }, NOW)?.maxAge).toBe(18);
+    expect(parseCachePolicy({ 'cache-control': 'max-age=30', age: '40' }, NOW)?.maxAge).toBe(0);
+    expect(parseCachePolicy({ 'cache-control': 'max-age=30', vary: 'Accept, *' }, NOW)).toEqual(
+      NO_STORE,
+    );
+  });
+
+  it('makes the stricter of two policies', () => {
+    expect(strictest({ maxAge: 30, scope: 'PUBLIC' }, { maxAge: 10, scope: 'PRIVATE' })).toEqual({
+      maxAge: 10,
+      scope: 'PRIVATE',
+    });
+    expect(strictest({ maxAge: 30, scope: 'PUBLIC' }, NO_STORE)).toEqual(NO_STORE);
+  });
+});
+
+const call = (outcome: CompletedCall['outcome'], cachePolicy?: CompletedCall['cachePolicy']) =>
+  ({
+    route: 'GET /git/v1/repo',
+    outcome,
+    durationMs: 1,
+    callId: 1,
+    attempt: 1,
+    callers: 1,
+    cachePolicy,
+  }) as CompletedCall;
+
+describe('operationPolicy', () => {
+  const query = {
+    operation: OperationTypeNode.QUERY,
+    hasErrors: false,
+    hint: undefined,
+    readUnhinted: false,
+  };
+  const thirty = { maxAge: 30, scope: 'PUBLIC' as const };
+
+  it('is the strictest of the reads, skipping failed attempts that a retry made good', () => {
+    expect(operationPolicy({ ...query, calls: [call(503), call(200, thirty)] })).toEqual(thirty);
+    expect(
+      operationPolicy({
+        ...query,
+        calls: [call(200, thirty), call(200, { maxAge: 5, scope: 'PRIVATE' })],
+      }),
+    ).toEqual({ maxAge: 5, scope: 'PRIVATE' });
+  });
+
+  it('keeps nothing for a mutation, an error, a read without a policy, or no read at all', () => {
+    expect(
+      operationPolicy({
+        ...query,
+        operation: OperationTypeNode.MUTATION,
+        calls: [call(200, thirty)],
+      }),
+    ).toEqual(NO_STORE);
+    expect(operationPolicy({ ...query, hasErrors: true, calls: [call(200, thirty)] })).toEqual(
+      NO_STORE,
+    );
+    expect(operationPolicy({ ...query, calls: [call(200, thirty), call(200)] })).toEqual(NO_STORE);
+    expect(operationPolicy({ ...query, readUnhinted: true, calls: [call(200, thirty)] })).toEqual(
+      NO_STORE,
+    );
+    expect(operationPolicy({ ...query, calls: [] })).toEqual(NO_STORE);
+  });
+
+  it('lets a static hint stand for the reads beneath it, and the strictest wins', () => {
+    const hint = { maxAge: 60, scope: 'PUBLIC' as const };
+    expect(operationPolicy({ ...query, hint, calls: [] })).toEqual(hint);
+    expect(operationPolicy({ ...query, hint, calls: [call(200)] })).toEqual(hint);
+    expect(operationPolicy({ ...query, hint, calls: [call(200, thirty)] })).toEqual(thirty);
+  });
+});
+
+describe('staticHint', () => {
+  const schema = buildSchema(`
+    enum CacheControlScope { PUBLIC PRIVATE }
+    directive @cacheControl(maxAge: Int, scope: CacheControlScope) on FIELD_DEFINITION | OBJECT
+    type Query {
+      slow: Item @cacheControl(maxAge: 60)
+      mine: Item @cacheControl(maxAge: 90, scope: PRIVATE)
+      plain: String
+    }
+    type Item @cacheControl(maxAge: 30) { name: String }
+  `);
+
+  it('reads @cacheControl on the selected fields and the types they return', () => {
+    expect(staticHint(schema, parse('{ slow { name } }'))).toEqual({ maxAge: 30, scope: 'PUBLIC' });
+    expect(staticHint(schema, parse('{ mine { name } }'))).toEqual({
+      maxAge: 30,
+      scope: 'PRIVATE',
+    });
+    expect(staticHint(schema, parse('{ plain }'))).toBeUndefined();
+  });
+});
