@@ -50,7 +50,8 @@ const seconds = (value: string | undefined): number | undefined =>
  * per-route setting applies). `no-store`, `no-cache` (which asks for a revalidation the facade does
  * not make) and a `Vary` naming anything but what the keys of the facade's caches hold (`keyed`:
  * the credential and the forwarded headers; `*` included) keep nothing: an answer that varies on
- * the request id or the trace context would be served to callers it was not made for.
+ * the request id or the trace context would be served to callers it was not made for. A header
+ * the upstream was not sent is the same (absent) for every caller.
  * The facade is a shared cache to the upstream, so `s-maxage` comes before `max-age`, and both before `Expires` (taken against the answer's `Date`);
  * an `Expires` that is not a date has already passed (§5.3). `Age` is what the answer has already
  * lived in caches before it. `private` keeps its lifetime: the facade's cache is keyed by the
@@ -65,7 +66,7 @@ export function parseCachePolicy(
   const expires = join(headers.expires);
   for (const name of join(headers.vary)?.split(',') ?? []) {
     const header = name.trim().toLowerCase();
-    if (header !== '' && !keyed(header)) return NO_STORE;
+    if (header === '*' || (header !== '' && !keyed(header))) return NO_STORE;
   }
   const found = cacheControl ? directives(cacheControl) : new Map<string, string>();
   if (found.has('no-store') || found.has('no-cache')) return NO_STORE;

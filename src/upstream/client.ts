@@ -254,12 +254,13 @@ export class UpstreamClient {
     const span = this.#options.tracer && this.#startSpan(request, call, attempt);
     let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
     let cachePolicy: CachePolicy | undefined;
+    const sent = this.#headers(request, call, span);
     try {
       const response = await this.#dispatcher.request({
         origin: this.#origin,
         path: request.path,
         method: request.method,
-        headers: this.#headers(request, call, span),
+        headers: sent,
         body: request.body,
         signal: cancel,
         headersTimeout: timeoutMs,
@@ -283,7 +284,9 @@ export class UpstreamClient {
       }
       // Only a read's answer can be kept; a write's is one caller's outcome, once.
       if (request.method === 'GET') {
+        // A header it was not sent is one every caller's call lacks alike.
         const keyed = (header: string) =>
+          !Object.hasOwn(sent, header) ||
           SAME_FOR_EVERY_CALL.has(header) ||
           header === 'authorization' ||
           (call.forwarded !== undefined && Object.hasOwn(call.forwarded, header));
