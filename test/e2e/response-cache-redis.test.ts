@@ -1,0 +1,127 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createRedisResponseStore } from '../../src/http/response-cache-store.js';
+import { connectRedis } from '../../src/redis.js';
+import { checkCacheIsolation, TENANT } from '../helpers/cache-isolation.js';
+import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
+import { freePort, waitForPort } from '../helpers/net.js';
+import { hasRedis } from '../helpers/redis.js';
+
+fc.configureGlobal({ ...fc.readConfigureGlobal(), seed: inject('fcSeed') });
+
+const LIST = '{ repositories(limit: 3) { items { id } } }';
+const REPO_ROUTE = 'GET /git/v1/repo';
+const MEMORY_BYTES = 1024 * 1024;
+
+/** A redis-server of the test's own on a free port, without persistence. */
+async function startRedis(): Promise<{ url: string; process: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  await waitForPort(port);
+  return { url: `redis://127.0.0.1:${port}`, process: child };
+}
+
+async function stopRedis(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  child.kill('SIGKILL');
+  await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
+}
+
+async function connected(url: string): Promise<Redis> {
+  const connection = await connectRedis(url);
+  if (connection.status !== 'ready') await once(connection, 'ready');
+  return connection;
+}
+
+describe('response cache in Redis', () => {
+  describe.skipIf(!hasRedis)('with a real redis-server', () => {
+    const h = useHarness({
+      sandbox: { repositoryCacheControl: 'max-age=60', repositoryVaryHeader: TENANT },
+      config: { forwardHeaders: [TENANT] },
+    });
+    let redisProcess: ChildProcess | undefined;
+    // One connection per replica, as each facade process has its own.
+    const connections: Redis[] = [];
+
+    beforeAll(async () => {
+      const redis = await startRedis();
+      redisProcess = redis.process;
+      connections.push(await connected(redis.url), await connected(redis.url));
+    }, 30_000);
+
+    afterAll(async () => {
+      for (const connection of connections) connection.disconnect();
+      await stopRedis(redisProcess);
+    });
+
+    const replica = (index: 0 | 1) =>
+      h.createApp({
+        responseStore: createRedisResponseStore(connections[index] as Redis, {
+          memoryBytes: MEMORY_BYTES,
+        }),
+      });
+
+    it("never serves a caller an answer made for another's credential or forwarded headers", async () => {
+      const hits = await checkCacheIsolation({
+        cached: async () => {
+          await connections[0]?.flushdb();
+          return replica(0);
+        },
+        uncached: h.createApp({ config: { responseCache: { enabled: false, maxBytes: 0 } } }),
+        numRuns: 20,
+      });
+      expect(hits).toBeGreaterThan(0);
+    });
+
+    it("shares one replica's kept answer with another, and a mutation evicts it for both", async () => {
+      await connections[0]?.flushdb();
+      const [a, b] = [replica(0), replica(1)];
+      const caller = { authorization: 'Bearer shared' };
+      const first = await postGraphQL(a, LIST, undefined, caller);
+      const second = await postGraphQL(b, LIST, undefined, caller);
+      expect(second.data).toEqual(first.data);
+      expect(second.extensions?.upstreamCalls).toEqual({ calls: [], cache: 'hit' });
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+
+      await postGraphQL(
+        a,
+        'mutation { createDomainVerification(input: { domain: "example.com" }) { id } }',
+        undefined,
+        caller,
+      );
+      const after = await postGraphQL(b, LIST, undefined, caller);
+      expect(after.extensions?.upstreamCalls).toMatchObject({ cache: 'miss' });
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(2);
+    });
+
+    it('answers right, never with an error, while Redis is gone', async () => {
+      const app = replica(0);
+      const caller = { authorization: 'Bearer outage' };
+      const before = await postGraphQL(app, LIST, undefined, caller);
+      await stopRedis(redisProcess);
+      await expect
+        .poll(() => connections.every((connection) => connection.status !== 'ready'))
+        .toBe(true);
+      h.sandbox.clearRequests();
+
+      const during = await postGraphQL(app, LIST, undefined, caller);
+      expect(during.errors).toBeUndefined();
+      expect(during.data).toEqual(before.data);
+      // Kept in memory meanwhile: the next one is a hit with no upstream call.
+      const again = await postGraphQL(app, LIST, undefined, caller);
+      expect(again.data).toEqual(before.data);
+      expect(again.extensions?.upstreamCalls).toEqual({ calls: [], cache: 'hit' });
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+      const other = await postGraphQL(app, LIST, undefined, { authorization: 'Bearer someone' });
+      expect(other.data).not.toEqual(before.data);
+    });
+  });
+});
