@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createRateLimiter, type RateLimiter } from '../../src/security/use-rate-limit.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const LIST = '{ repositories(limit: 20) { total items { id } } }';
@@ -91,6 +92,42 @@ describe('response cache', () => {
       });
       const answer = await postGraphQL(app, LIST);
       expect(answer.headers.get('cache-control')).toBe('public, max-age=30');
+    });
+
+    it('still refuses a hit past the rate limit, and a cross-site page by the CSRF rule', async () => {
+      const rateLimiter = (await createRateLimiter({
+        points: 2,
+        windowS: 60,
+        redisUrl: undefined,
+      })) as RateLimiter;
+      const app = h.createApp({ rateLimiter });
+      expect((await postGraphQL(app, LIST, undefined, as('hank'))).errors).toBeUndefined();
+      const hit = await postGraphQL(app, LIST, undefined, as('hank'));
+      expect(hit.extensions?.upstreamCalls).toMatchObject({ cache: 'hit' });
+      const refused = await postGraphQL(app, LIST, undefined, as('hank'));
+      expect(refused.status).toBe(429);
+
+      const page = await app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { origin: 'https://evil.example', 'content-type': 'text/plain' },
+        body: JSON.stringify({ query: LIST }),
+      });
+      expect(page.status).toBeGreaterThanOrEqual(400);
+      expect(await page.text()).not.toContain('"items"');
+    });
+
+    it('sets the same header on a GET, which HTTP caches keep', async () => {
+      const app = h.createApp();
+      const url = `http://facade.test/graphql?query=${encodeURIComponent(LIST)}`;
+      const get = () => app.fetch(url, { headers: { ...as('ivy'), accept: 'application/json' } });
+      const first = await get();
+      expect(first.headers.get('cache-control')).toBe('private, max-age=30');
+      const second = await get();
+      expect(second.headers.get('cache-control')).toMatch(/^private, max-age=(29|30)$/);
+      const data = async (response: Response) =>
+        ((await response.json()) as { data: unknown }).data;
+      expect(await data(second)).toEqual(await data(first));
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
     });
 
     it('keeps nothing past RESPONSE_CACHE_BYTES', async () => {
