@@ -261,7 +261,11 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
       : createMemoryApqStore(config.apq.cacheBytes);
   const responseStore =
     redis && config.responseCache.enabled
-      ? createRedisResponseStore(redis, { memoryBytes: config.responseCache.maxBytes, logger })
+      ? createRedisResponseStore(redis, {
+          redisBytes: config.responseCache.redisBytes,
+          memoryBytes: config.responseCache.maxBytes,
+          logger,
+        })
       : undefined;
   const yoga = createApp({
     config,

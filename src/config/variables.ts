@@ -330,9 +330,15 @@ export const settingsSchema = z.object({
     }),
     maxBytes: variable('RESPONSE_CACHE_BYTES', int(0, 4096 * MiB).default(32 * MiB), {
       section: 'caching',
-      doc: "answers kept in each process's memory, least recently used out first, bounded by their JSON length; with `REDIS_URL` answers are kept in Redis (each for its own lifetime) and this bounds the fallback used while Redis is away",
+      doc: "answers kept in each process's memory, least recently used out first, bounded by their JSON length (with their keys); with `REDIS_URL` answers are kept in Redis and this bounds the memory used while Redis is away",
       default: '`33554432` (32 MiB)',
       accepted: '0–4294967296 (0: nothing kept in memory)',
+    }),
+    redisBytes: variable('RESPONSE_CACHE_REDIS_BYTES', int(0, 4096 * MiB).default(64 * MiB), {
+      section: 'caching',
+      doc: "with `REDIS_URL`: the bound of the response cache's own key space in Redis, counting each answer's JSON and key and an allowance for Redis's own overhead per entry; past it the answers soonest to expire are evicted, never another key. Each answer also expires with its own max-age",
+      default: '`67108864` (64 MiB)',
+      accepted: '0–4294967296 (0: nothing kept in Redis)',
     }),
   }),
 

@@ -113,10 +113,26 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
   };
 }
 
-// The response cache's key space in Redis: one key per answer, expiring with it, and per session
-// the set of its answers' keys, which lives as long as the longest of them.
+// The response cache's key space in Redis: one key per answer, expiring with it; per session the
+// set of its answers' keys, which lives as long as the longest of them; and, for the bound, each
+// answer's size, its expiry (a sorted set, in ms) and the bytes they count. They change together,
+// in one script, so that the count always matches the answers it counts, whichever replica writes.
 const PREFIX = 'graphql-facade:response:';
 const SESSION_PREFIX = 'graphql-facade:response-session:';
+const BOUND_KEYS = [
+  'graphql-facade:response-sizes',
+  'graphql-facade:response-expiry',
+  'graphql-facade:response-bytes',
+];
+
+// What Redis spends on an answer beyond its text (its key kept three times, the expiry, the
+// allocations), as for APQ's entries: counted too, so that small answers cannot fill several times
+// the bound.
+const ENTRY_OVERHEAD_BYTES = 256;
+
+// Expired answers taken out of the count per write: enough to keep up with any rate of writes, few
+// enough that one script never holds Redis for long.
+const PURGE_PER_WRITE = 100;
 
 // KEYS: answer. Returns [value, ms left] or nil.
 const GET_SCRIPT = `
@@ -125,30 +141,74 @@ if not value then return false end
 return {value, redis.call('PTTL', KEYS[1])}
 `;
 
-// KEYS: answer, session. ARGV: value, ttl (ms).
-const SET_SCRIPT = `
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('SADD', KEYS[2], KEYS[1])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-return 1
+// Shared by the two scripts that change the count: `drop` forgets one answer.
+const COUNTED = `
+local sizes, expiry, bytes = KEYS[1], KEYS[2], KEYS[3]
+local total = tonumber(redis.call('GET', bytes) or '0')
+local function drop(name)
+  total = total - tonumber(redis.call('HGET', sizes, name) or '0')
+  redis.call('HDEL', sizes, name)
+  redis.call('ZREM', expiry, name)
+  redis.call('DEL', name)
+end
 `;
 
-// KEYS: session.
-const EVICT_SCRIPT = `
-for _, key in ipairs(redis.call('SMEMBERS', KEYS[1])) do redis.call('DEL', key) end
-redis.call('DEL', KEYS[1])
+// KEYS: sizes, expiry, bytes, answer, session. ARGV: value, ttl (ms), now (ms), bound (bytes),
+// overhead (bytes), expired answers to purge at most.
+const SET_SCRIPT = `${COUNTED}
+local answer, session = KEYS[4], KEYS[5]
+local ttl, now, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, ARGV[6])) do
+  drop(name)
+end
+if redis.call('HEXISTS', sizes, answer) == 1 then drop(answer) end
+local size = #ARGV[1] + #answer + tonumber(ARGV[5])
+local kept = 0
+if size <= bound then
+  while total + size > bound do
+    local soonest = redis.call('ZRANGE', expiry, 0, 0)[1]
+    if not soonest then
+      -- Nothing indexed is left to count (a key lost outside this script): start again empty.
+      redis.call('DEL', sizes)
+      total = 0
+      break
+    end
+    drop(soonest)
+  end
+  redis.call('SET', answer, ARGV[1], 'PX', ttl)
+  redis.call('HSET', sizes, answer, size)
+  redis.call('ZADD', expiry, now + ttl, answer)
+  redis.call('SADD', session, answer)
+  if redis.call('PTTL', session) < ttl then redis.call('PEXPIRE', session, ttl) end
+  total = total + size
+  kept = 1
+end
+if total < 0 then total = 0 end
+redis.call('SET', bytes, total)
+return kept
+`;
+
+// KEYS: sizes, expiry, bytes, session.
+const EVICT_SCRIPT = `${COUNTED}
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[4])) do drop(name) end
+redis.call('DEL', KEYS[4])
+if total < 0 then total = 0 end
+redis.call('SET', bytes, total)
 return 1
 `;
 
 interface ResponseCommands {
   facadeResponseGet(key: string): Promise<[string, number] | null>;
-  facadeResponseSet(key: string, session: string, value: string, ttl: number): Promise<number>;
-  facadeResponseEvict(session: string): Promise<number>;
+  facadeResponseSet(...keysAndArgs: Array<string | number>): Promise<number>;
+  facadeResponseEvict(...keys: string[]): Promise<number>;
 }
 
 /**
  * Answers in Redis, shared by every replica, on the process's one connection (src/redis.ts). Each
- * answer expires with its own lifetime, so Redis holds no answer longer than its policy allows.
+ * answer expires with its own lifetime, so Redis holds no answer longer than its policy allows,
+ * and the response cache's own key space is bounded by `redisBytes` (answers, keys and an
+ * allowance per answer), the soonest to expire out first: a flood of distinct queries can only
+ * evict kept answers, never crowd out the rate limit's counters or APQ on the same Redis.
  * Redis failing is never the request's failure, as for APQ: a read that fails is a miss (then the
  * memory kept meanwhile), a write that fails is kept in memory, an eviction that fails is retried
  * by the entries' own expiry; one warning when Redis starts failing, one line when it answers
@@ -156,11 +216,11 @@ interface ResponseCommands {
  */
 export function createRedisResponseStore(
   redis: Redis,
-  options: { memoryBytes: number; logger?: Logger | undefined },
+  options: { redisBytes: number; memoryBytes: number; logger?: Logger | undefined },
 ): ResponseStore {
   redis.defineCommand('facadeResponseGet', { numberOfKeys: 1, lua: GET_SCRIPT });
-  redis.defineCommand('facadeResponseSet', { numberOfKeys: 2, lua: SET_SCRIPT });
-  redis.defineCommand('facadeResponseEvict', { numberOfKeys: 1, lua: EVICT_SCRIPT });
+  redis.defineCommand('facadeResponseSet', { numberOfKeys: 5, lua: SET_SCRIPT });
+  redis.defineCommand('facadeResponseEvict', { numberOfKeys: 4, lua: EVICT_SCRIPT });
   const commands = redis as unknown as ResponseCommands;
   const memory = createMemoryResponseStore(options.memoryBytes);
   let failing = false;
@@ -181,10 +241,15 @@ export function createRedisResponseStore(
       try {
         const value = JSON.stringify({ result: data, scope: kept.policy.scope });
         await commands.facadeResponseSet(
+          ...BOUND_KEYS,
           PREFIX + key,
           SESSION_PREFIX + sessionOf(key),
           value,
           kept.ms,
+          Date.now(),
+          options.redisBytes,
+          ENTRY_OVERHEAD_BYTES,
+          PURGE_PER_WRITE,
         );
         recovered();
       } catch (error) {
@@ -212,7 +277,7 @@ export function createRedisResponseStore(
     async evictSession(session) {
       memory.evictSession(session);
       try {
-        await commands.facadeResponseEvict(SESSION_PREFIX + session);
+        await commands.facadeResponseEvict(...BOUND_KEYS, SESSION_PREFIX + session);
         recovered();
       } catch (error) {
         warn(error);

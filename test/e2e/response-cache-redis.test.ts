@@ -62,9 +62,10 @@ describe('response cache in Redis', () => {
       await stopRedis(redisProcess);
     });
 
-    const replica = (index: 0 | 1) =>
+    const replica = (index: 0 | 1, redisBytes = 1024 * 1024) =>
       h.createApp({
         responseStore: createRedisResponseStore(connections[index] as Redis, {
+          redisBytes,
           memoryBytes: MEMORY_BYTES,
         }),
       });
@@ -100,6 +101,25 @@ describe('response cache in Redis', () => {
       const after = await postGraphQL(b, LIST, undefined, caller);
       expect(after.extensions?.upstreamCalls).toMatchObject({ cache: 'miss' });
       expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(2);
+    });
+
+    it('bounds its own key space, evicting the answers soonest to expire', async () => {
+      const redis = connections[0] as Redis;
+      await redis.flushdb();
+      // Room for about three answers of a few hundred bytes each, with their allowance.
+      const app = replica(0, 3 * 900);
+      for (const token of ['a', 'b', 'c', 'd', 'e', 'f']) {
+        const answer = await postGraphQL(app, LIST, undefined, {
+          authorization: `Bearer ${token}`,
+        });
+        expect(answer.errors).toBeUndefined();
+      }
+      const counted = Number(await redis.get('graphql-facade:response-bytes'));
+      expect(counted).toBeGreaterThan(0);
+      expect(counted).toBeLessThanOrEqual(3 * 900);
+      const kept = await redis.keys('graphql-facade:response:*');
+      expect(kept.length).toBeGreaterThan(0);
+      expect(kept.length).toBeLessThan(6);
     });
 
     it('answers right, never with an error, while Redis is gone', async () => {
