@@ -275,14 +275,14 @@ export const routeMaxAges = (paths: readonly string[]) =>
       if (!paths.includes(path)) {
         ctx.addIssue({
           code: 'custom',
-          message: `must be path=seconds pairs separated by commas, each path one of ${paths.join(', ')}; got "${path || pair.trim()}"`,
+          message: `must be path=seconds pairs separated by commas, each path one of ${paths.join(', ')}`,
         });
         return z.NEVER;
       }
       if (!/^\d{1,9}$/.test(raw)) {
         ctx.addIssue({
           code: 'custom',
-          message: `${path}: seconds must be a whole number, got "${raw}"`,
+          message: `${path}: seconds must be a whole number`,
         });
         return z.NEVER;
       }

@@ -1,5 +1,6 @@
 import { buildSchema, OperationTypeNode, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { operationPolicy, staticHint } from '../../src/http/cache-hints.js';
 import { NO_STORE, parseCachePolicy, strictest } from '../../src/upstream/cache-policy.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
@@ -142,4 +143,23 @@ describe('staticHint', () => {
     });
     expect(staticHint(schema, parse('{ plain }'))).toBeUndefined();
   });
+});
+
+describe('UPSTREAM_CACHE_MAX_AGE', () => {
+  const env = { UPSTREAM_URL: 'http://127.0.0.1:4010' };
+
+  it('reads path=seconds pairs for the upstream reads', () => {
+    const config = loadConfig({ ...env, UPSTREAM_CACHE_MAX_AGE: '/git/v1/repo=30' });
+    expect(config.upstream.cacheMaxAge).toEqual({ '/git/v1/repo': 30 });
+    expect(loadConfig(env).upstream.cacheMaxAge).toEqual({});
+  });
+
+  it.each(['/domains/v1/verifications=30', 'git/v1/repo=30', '/git/v1/repo=soon', '/git/v1/repo'])(
+    'refuses %s in one line naming the variable',
+    (value) => {
+      expect(() => loadConfig({ ...env, UPSTREAM_CACHE_MAX_AGE: value })).toThrow(
+        /^UPSTREAM_CACHE_MAX_AGE: [^\n]+$/,
+      );
+    },
+  );
 });
