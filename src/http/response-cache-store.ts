@@ -11,6 +11,8 @@ import { ANSWER_POLICY, type WithPolicy } from './cache-hints.js';
 
 export interface ResponseStore extends Cache {
   readonly kind: 'memory' | 'redis';
+  /** Holds nothing for sure (then a lookup is skipped, and with it hashing the key). */
+  readonly empty: boolean;
   /** Forgets every answer kept for `session`; never rejects. */
   evictSession(session: string): void | Promise<void>;
 }
@@ -68,6 +70,9 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
   };
   return {
     kind: 'memory',
+    get empty() {
+      return entries.size === 0;
+    },
     set(key, data, _entities, ttl) {
       const kept = keeping(data, ttl);
       if (!kept) return;
@@ -235,6 +240,7 @@ export function createRedisResponseStore(
   };
   return {
     kind: 'redis',
+    empty: false,
     async set(key, data, entities, ttl) {
       const kept = keeping(data, ttl);
       if (!kept) return;

@@ -3,6 +3,7 @@ import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { CredentialPolicy } from '../credentials.js';
 import { requestState } from '../request-state.js';
+import { ANSWER_POLICY, type WithPolicy } from './cache-hints.js';
 import type { ResponseStore } from './response-cache-store.js';
 
 /**
@@ -64,6 +65,7 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
       if (params.operationName != null && typeof params.operationName !== 'string') return;
       const state = requestState(request);
       state.responseCache = 'miss';
+      if (store.empty) return;
       const key = cacheKey(session(request), params);
       const answer = (kept: ExecutionResult | null | undefined) => {
         if (!kept) return;
@@ -95,6 +97,7 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
         // only what that policy allows.
         onExecuteDone: async ({ result }) => {
           if (isAsyncIterable(result) || result.errors?.length) return;
+          if (!((result as WithPolicy)[ANSWER_POLICY]?.maxAge ?? 0)) return;
           await store.set(cacheKey(session(request), params), result, [], Number.POSITIVE_INFINITY);
         },
       };
