@@ -145,6 +145,31 @@ describe('sandbox', () => {
     }
   });
 
+  it('sends the Cache-Control it is given, and varies the list on a header it names', async () => {
+    const varying = await startSandbox({
+      repositoryCacheControl: 'max-age=30',
+      repositoryVaryHeader: 'X-Tenant',
+    });
+    try {
+      const page = (tenant?: string) =>
+        call('GET', '/git/v1/repo?limit=2', {
+          on: varying,
+          headers: tenant === undefined ? {} : { 'x-tenant': tenant },
+        });
+      const [plain, one, two] = await Promise.all([page(), page('one'), page('two')]);
+      expect(plain.headers.get('cache-control')).toBe('max-age=30');
+      expect(plain.headers.get('vary')).toBe('x-tenant');
+      const ids = (answer: { body: unknown }) =>
+        (answer.body as Page).repositories.map((r) => r.id);
+      expect(ids(one)).not.toEqual(ids(plain));
+      expect(ids(two)).not.toEqual(ids(one));
+      expect(ids(await page('one'))).toEqual(ids(one));
+      expect((await call('GET', '/git/v1/repo')).headers.get('cache-control')).toBeNull();
+    } finally {
+      await varying.close();
+    }
+  });
+
   it('shapes repositories like the spec, with some nameless and message-less tags', async () => {
     const first = await page('?limit=10&offset=0');
     const rest = [await page('?limit=10&offset=10'), await page('?limit=10&offset=20')];
