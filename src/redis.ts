@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from './telemetry/logger.js';
 
 /**
- * The one Redis connection of a process (REDIS_URL), shared by the rate limit and the APQ store.
+ * The one Redis connection of a process (REDIS_URL), shared by the rate limit, the APQ store and
+ * the response cache.
  * No offline queue and one retry: while Redis is away, calls fail at once and each user falls
  * back to memory, instead of requests queueing behind a dead connection.
  */

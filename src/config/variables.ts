@@ -252,7 +252,7 @@ export const settingsSchema = z.object({
     }),
     redisUrl: variable('REDIS_URL', redisUrl.optional(), {
       section: 'rate-limits',
-      doc: 'Redis shared by every replica: the rate-limit counters and the APQ documents (one connection for both)',
+      doc: 'Redis shared by every replica: the rate-limit counters, the APQ documents and the response cache (one connection for all three)',
       default: 'unset: per-process memory',
       accepted: 'a `redis://` or `rediss://` URL',
       secret: true,
