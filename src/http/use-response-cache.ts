@@ -51,8 +51,8 @@ export interface ResponseCacheOptions {
  *
  * The keys, the bounded stores and the lookup are the facade's; the store is the Cache interface
  * of @envelop/response-cache. That plugin is not used: it replaces the execute function, which
- * graphql-jit (the `jit` stage) replaces after it, so it warned on every request and kept its
- * TTLs from the wrong document; and Yoga's wrapper of it adds the cache key (a hash of the
+ * graphql-jit (the `jit` stage) replaces after it, so it warned on every request and never read
+ * its TTLs from `@cacheControl` (placed after `jit`, it would turn jit off); and Yoga's wrapper of it adds the cache key (a hash of the
  * caller's credential) to every kept answer as its ETag and answers `If-None-Match` with a 304
  * before the CSRF rule and the rate limit.
  */
