@@ -4,6 +4,11 @@
 // each variant serves the page for BENCH_DURATION_S seconds from BENCH_CONNECTIONS connections,
 // one after another; a layer's cost is the median over the rounds of (whole - without it), CPU
 // per request, so that a change of the machine's load between rounds falls on both sides.
+//
+// BENCH_BASE, the path of another checkout with its bench built (`npm run build:bench` there),
+// runs that build's facade variants too, alternated with this one's in every round, for a before
+// and after measured in the same run: `git worktree add /tmp/base <commit>`, link its
+// node_modules, build its bench, then `BENCH_BASE=/tmp/base npm run bench -- --attribution`.
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
 import { cpuSeconds, LEAN_SCRIPT, startFacade, startFloor } from './processes.js';
@@ -11,6 +16,7 @@ import { cpuSeconds, LEAN_SCRIPT, startFacade, startFloor } from './processes.js
 const ROUNDS = Number(process.env.BENCH_ATTRIBUTION_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 4);
+const BASE = process.env.BENCH_BASE;
 
 const REQUEST_PHASE = 'cacheControl,metrics,readiness,csrf,bodySize,mediaType';
 const VALIDATION_PHASE = 'limits,operationTypes,listLimits,cost';
@@ -52,6 +58,13 @@ async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
     await add(`facade ${name}`, (port) =>
       startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, LEAN_SCRIPT),
     );
+    // The layers only: without graphql-jit or the parse cache, both builds cost several times as
+    // much, and the rounds would go to them.
+    if (BASE && !/jit|parseCache/.test(omit)) {
+      await add(`base: facade ${name}`, (port) =>
+        startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, `${BASE}/${LEAN_SCRIPT}`),
+      );
+    }
   }
   return servers;
 }
@@ -86,20 +99,29 @@ export async function attribution(sandboxUrl: string, body: string): Promise<voi
         measured.set(name, [...(measured.get(name) ?? []), us]);
       }
     }
-    const whole = measured.get('facade whole') as number[];
+    const wholes = {
+      facade: measured.get('facade whole') as number[],
+      base: measured.get('base: facade whole') ?? [],
+    };
     const floor = median(measured.get('floor (node:http)') as number[]);
+    const onYoga = measured.get('floor on Yoga') as number[];
+    const paired = (a: number[], b: number[]) =>
+      Math.round(median(a.map((us, round) => us - (b[round] as number))));
     console.table(
       [...measured].map(([name, values]) => ({
         variant: name,
         cpuUsPerRequest: Math.round(median(values)),
         ofFloor: Number((median(values) / floor).toFixed(2)),
         // Paired by round: what leaving the layer out saved (negative: it cost more without).
-        wholeMinusThis: name.startsWith('facade without')
-          ? Math.round(median(values.map((us, round) => (whole[round] as number) - us)))
+        wholeMinusThis: /^(base: )?facade without/.test(name)
+          ? paired(name.startsWith('base') ? wholes.base : wholes.facade, values)
           : null,
         rounds: values.map(Math.round).join(' '),
       })),
     );
+    // The figure to watch: what the facade's pipeline costs over bare Yoga.
+    console.log(`facade whole - floor on Yoga: ${paired(wholes.facade, onYoga)} µs a request`);
+    if (BASE) console.log(`base: the same: ${paired(wholes.base, onYoga)} µs a request`);
   } finally {
     for (const server of servers.values()) server.stop();
   }
