@@ -36,6 +36,16 @@ function bounded(value: unknown, depth = 0): unknown {
   return out;
 }
 
+/** Whether `bounded` would change any of an object's values: a long string, a list or an object. */
+function needsBounding(object: Record<string, unknown>): boolean {
+  for (const key in object) {
+    const value = object[key];
+    if (typeof value === 'string' ? value.length > MAX_STRING : typeof value === 'object' && value)
+      return true;
+  }
+  return false;
+}
+
 /** pino's error serializer, bounded: the message and stack of an error can quote a caller's value. */
 function boundedError(error: unknown): unknown {
   const { stack, ...rest } = pino.stdSerializers.err(error as Error) as { stack?: unknown };
@@ -70,6 +80,9 @@ export function createLogger(
     formatters: {
       level: (label: string) => ({ level: label }),
       log: (object: Record<string, unknown>) => {
+        // Most lines (the request log's) hold short strings and numbers only: nothing to bound,
+        // and no copy to make.
+        if (!needsBounding(object)) return object;
         const out: Record<string, unknown> = {};
         for (const [key, value] of Object.entries(object)) out[key] = bounded(value);
         return out;
