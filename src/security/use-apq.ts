@@ -215,15 +215,17 @@ const mismatch = () =>
  */
 export function useApq(store: ApqStore): Plugin {
   return {
-    async onParams({ params, request, setParams }) {
+    // Not async: a request without a hash, nearly every one, passes without a promise to wait for.
+    onParams({ params, request, setParams }) {
       const hash = persistedQueryHash(params);
       if (hash === undefined) return;
       const { query } = params;
       if (query == null) {
-        const document = SHA256_HEX.test(hash) ? await store.get(hash) : null;
-        if (document == null) throw persistedQueryNotFound();
-        setParams({ ...params, query: document });
-        return;
+        const stored = SHA256_HEX.test(hash) ? store.get(hash) : null;
+        return Promise.resolve(stored).then((document) => {
+          if (document == null) throw persistedQueryNotFound();
+          setParams({ ...params, query: document });
+        });
       }
       // Yoga's own parameter check answers a query that is not a string.
       if (typeof query !== 'string') return;
@@ -233,6 +235,7 @@ export function useApq(store: ApqStore): Plugin {
       const state = requestState(request);
       state.apqDocuments ??= new Map();
       state.apqDocuments.set(hash, query);
+      return;
     },
     onValidate({ context }) {
       const { request, params } = context as { request?: Request; params?: GraphQLParams };
