@@ -102,23 +102,21 @@ interface Stores {
 }
 
 function wrap({ store, client, address, close, logger, redis }: Stores): RateLimiter {
-  const consume = async (limiter: RateLimiterAbstract, key: string, points: number) => {
-    try {
-      await limiter.consume(key, points);
-      return undefined;
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes)
-        return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      // Neither store answered: better to serve than to take the service down with the store.
-      logger?.error({ err: rejection }, 'rate limit check failed; request allowed');
-      return undefined;
-    }
+  const refused = (rejection: unknown) => {
+    if (rejection instanceof RateLimiterRes)
+      return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    // Neither store answered: better to serve than to take the service down with the store.
+    logger?.error({ err: rejection }, 'rate limit check failed; request allowed');
+    return undefined;
   };
+  const allowed = () => undefined;
+  const consume = (limiter: RateLimiterAbstract, key: string, points: number) =>
+    limiter.consume(key, points).then(allowed, refused);
   return {
     store,
     consume: (key, points = 1) => consume(client, key, points),
-    consumeAddress: async (key, points = 1) =>
-      address ? consume(address, key, points) : undefined,
+    consumeAddress: (key, points = 1) =>
+      address ? consume(address, key, points) : Promise.resolve(undefined),
     close,
     ready(timeoutMs) {
       if (!redis || redis.status === 'ready') return Promise.resolve(true);
@@ -218,24 +216,27 @@ function rateLimited(retryAfter: number): FacadeError {
  * in forwarding mode anyone can invent tokens, so a token alone cannot be the key.
  */
 export function useRateLimit(limiter: RateLimiter, options: ClientKeyOptions): Plugin {
-  const take = async (keys: ClientKeys, points: number) => {
-    const [client, address] = await Promise.all([
-      limiter.consume(keys.client, points),
-      keys.address === undefined ? undefined : limiter.consumeAddress(keys.address, points),
-    ]);
-    const wait = Math.max(client ?? 0, address ?? 0);
-    if (wait > 0) throw rateLimited(wait);
+  const refuseIfWaiting = (wait: number | undefined) => {
+    if (wait !== undefined && wait > 0) throw rateLimited(wait);
+  };
+  const take = (keys: ClientKeys, points: number): Promise<void> => {
+    const client = limiter.consume(keys.client, points);
+    if (keys.address === undefined) return client.then(refuseIfWaiting);
+    return Promise.all([client, limiter.consumeAddress(keys.address, points)]).then(
+      ([forClient, forAddress]) => refuseIfWaiting(Math.max(forClient ?? 0, forAddress ?? 0)),
+    );
   };
   return {
-    async onRequestParse({ request, serverContext }) {
+    // Promises chained, not awaited: a request waits for the counters' answer and nothing else.
+    onRequestParse({ request, serverContext }) {
       const keys = clientKeys(request, serverContext, options);
-      await take(keys, 1);
-      return {
-        async onRequestParseDone({ requestParserResult }) {
+      return take(keys, 1).then(() => ({
+        onRequestParseDone({ requestParserResult }) {
+          // A batch pays for its other operations; a single request has paid already.
           if (!Array.isArray(requestParserResult) || requestParserResult.length < 2) return;
-          await take(keys, requestParserResult.length - 1);
+          return take(keys, requestParserResult.length - 1);
         },
-      };
+      }));
     },
   };
 }
