@@ -21,6 +21,7 @@ import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
 import { useReadiness } from './http/use-readiness.js';
+import { useRangeCache } from './http/use-range-cache.js';
 import { useResponseCache } from './http/use-response-cache.js';
 import { schema } from './schema/index.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';
@@ -39,6 +40,7 @@ import { useRequestLog } from './telemetry/use-request-log.js';
 import { useTracing } from './telemetry/use-tracing.js';
 import { useUpstreamCalls } from './telemetry/use-upstream-calls.js';
 import type { UpstreamClient } from './upstream/client.js';
+import { createRangeCache, type RangeCache } from './upstream/range-cache.js';
 
 export interface AppDeps {
   config: Config;
@@ -64,6 +66,11 @@ export interface AppDeps {
   metricsSource?: MetricsSource | null | undefined;
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
   tracing?: Tracing | undefined;
+  /**
+   * The list ranges kept per caller (src/upstream/range-cache.ts); createApp makes one in memory
+   * when the response cache is on. None: every range is fetched.
+   */
+  rangeCache?: RangeCache | undefined;
 }
 
 /** The routes the facade answers; everything else is 404. */
@@ -120,6 +127,7 @@ export function createPipeline({
   responseStore,
   metricsSource = registrySource(metrics.registry),
   tracing,
+  rangeCache,
 }: AppDeps): Stage[] {
   const { documents, only } = config.persistedDocuments;
   const credentials = createCredentialPolicy(config);
@@ -189,6 +197,8 @@ export function createPipeline({
       'upstreamCalls',
       useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     ),
+    // A mutation forgets its caller's kept list ranges; the ranges a query read are shown.
+    stage('rangeCache', rangeCache && useRangeCache(rangeCache)),
     // A gateway's `extensions.ftv1`, when it sends `apollo-federation-include-trace: ftv1`: such a
     // request runs over a traced copy of the schema, so after `jit`, whose executor it replaces.
     stage('federatedTracing', config.federatedTracing && useFederatedTracing()),
@@ -211,6 +221,7 @@ export function appOptions(
     logError = logger ? () => {} : console.error,
     tracing,
     metrics,
+    rangeCache,
   }: AppDeps,
   pipeline: readonly Stage[],
 ): YogaServerOptions<Record<string, never>, RequestContext> {
@@ -221,6 +232,7 @@ export function appOptions(
       client,
       tracer: tracing?.tracer,
       onJoin: metrics && ((route) => metrics.countJoinedCall(route)),
+      ranges: rangeCache,
     }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,
@@ -244,6 +256,15 @@ export function appOptions(
 /** The facade: Yoga running the pipeline. */
 export function createApp(deps: AppDeps) {
   // One registry for the pipeline's metrics and the context's joined calls alike.
-  const withMetrics = { ...deps, metrics: deps.metrics ?? createMetrics() };
+  const withMetrics = {
+    ...deps,
+    metrics: deps.metrics ?? createMetrics(),
+    // Off with the response cache (RESPONSE_CACHE=false), bounded like it (RESPONSE_CACHE_BYTES).
+    rangeCache:
+      deps.rangeCache ??
+      (deps.config.responseCache.enabled
+        ? createRangeCache(deps.config.responseCache.maxBytes)
+        : undefined),
+  };
   return createYoga(appOptions(withMetrics, createPipeline(withMetrics)));
 }

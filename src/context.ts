@@ -14,7 +14,9 @@ import {
   type TxtResolver,
 } from './upstream/dns.js';
 import { createInFlight } from './upstream/in-flight.js';
+import type { CachePolicy } from './upstream/cache-policy.js';
 import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
+import type { RangeCache } from './upstream/range-cache.js';
 
 /** What the facade adds to Yoga's own context for one request. */
 export interface RequestContext {
@@ -28,6 +30,11 @@ export interface RequestContext {
   requestId: string;
   /** The upstream calls this request made, for its log line and tests. */
   upstreamCalls: CompletedCall[];
+  /**
+   * The list ranges answered from the range cache (src/upstream/range-cache.ts): the lifetime
+   * each had left, and the fields it served when the request shows its calls.
+   */
+  cachedRanges: Array<{ policy: CachePolicy; fields?: readonly string[] | undefined }>;
   /**
    * A field read something that has no cache policy of its own (a DNS look-up): the answer is
    * kept by no one unless a static hint covers it (src/http/cache-hints.ts).
@@ -54,6 +61,8 @@ export interface ContextDeps {
   tracer?: Tracer | undefined;
   /** Told of every upstream call a request joined rather than sent, by route, for metrics. */
   onJoin?: ((route: string) => void) | undefined;
+  /** The list ranges kept per caller; none: every range is fetched. */
+  ranges?: RangeCache | undefined;
 }
 
 function requestBudget(request: Request, limit: number): CallBudget {
@@ -69,6 +78,7 @@ export function createContextFactory({
   tracer,
   txtResolver = createTxtResolver(config.dns, tracer),
   onJoin,
+  ranges,
 }: ContextDeps) {
   const credentials = createCredentialPolicy(config);
   const propagator = createPropagator(config.propagators);
@@ -80,6 +90,7 @@ export function createContextFactory({
     const { headers, signal } = initial.request;
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
     const upstreamCalls: CompletedCall[] = [];
+    const cachedRanges: RequestContext['cachedRanges'] = [];
     const call: CallContext = {
       authorization: credentials.upstreamAuthorization(headers),
       caller: credentials.callerCredential(headers),
@@ -98,10 +109,13 @@ export function createContextFactory({
       loaders: createLoaders(inFlight, call, {
         maxCoalescedRange: config.maxCoalescedRange,
         pageCap,
+        ranges,
+        onCachedRange: (hit, fields) => cachedRanges.push({ policy: hit.policy, fields }),
       }),
       txtLookups,
       requestId,
       upstreamCalls,
+      cachedRanges,
       readsWithoutPolicy: { seen: false },
     };
     // What DNS answers is never kept: its TTL is the resolver's, not a policy of the upstream's.

@@ -105,6 +105,8 @@ export interface ExecutedOperation {
   hint: CachePolicy | undefined;
   /** Its upstream calls, every attempt. */
   calls: readonly CompletedCall[];
+  /** The lifetimes left of the kept list ranges it read instead of calling (range-cache.ts). */
+  cached?: ReadonlyArray<{ policy: CachePolicy }> | undefined;
   /** A field read something with no policy of its own (a DNS look-up). */
   readUnhinted: boolean;
 }
@@ -124,6 +126,9 @@ export function operationPolicy(executed: ExecutedOperation): CachePolicy {
     if (typeof call.outcome !== 'number' || call.outcome < 200 || call.outcome >= 300) continue;
     if (call.cachePolicy) policy = policy ? strictest(policy, call.cachePolicy) : call.cachePolicy;
     else if (!executed.hint) return NO_STORE;
+  }
+  for (const { policy: kept } of executed.cached ?? []) {
+    policy = policy ? strictest(policy, kept) : kept;
   }
   return policy ?? NO_STORE;
 }

@@ -62,6 +62,7 @@ export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptio
             hasErrors: Boolean(result.errors?.length),
             hint: staticHint(args.schema, args.document),
             calls: context.upstreamCalls ?? [],
+            cached: context.cachedRanges,
             readUnhinted: context.readsWithoutPolicy?.seen ?? false,
           });
         },

@@ -1,9 +1,11 @@
 import DataLoader from 'dataloader';
 import { UpstreamBudgetError } from '../errors.js';
 import type { CallBudget } from './budget.js';
+import { type CachePolicy, strictest } from './cache-policy.js';
 import type { CallContext } from './client.js';
 import { listRepositories, type PageQuery } from './endpoints.js';
 import type { InFlight } from './in-flight.js';
+import type { CachedRange, RangeCache } from './range-cache.js';
 import type { Repository, RepositoryList } from './repository-list.js';
 
 /** One page as a resolver asks for it; undefined means "not sent, the upstream's default". */
@@ -24,6 +26,10 @@ export interface LoaderOptions {
   maxCoalescedRange: number;
   /** Shared by the requests of one app: what the upstream's short answers taught. */
   pageCap: PageCap;
+  /** Ranges kept per caller (src/upstream/range-cache.ts); none: every range is fetched. */
+  ranges?: RangeCache | undefined;
+  /** Told of every range answered from `ranges`, with the fields it served. */
+  onCachedRange?: ((hit: CachedRange, fields: readonly string[] | undefined) => void) | undefined;
 }
 
 /** The loaders' way upstream: the client, through the calls in flight that they may join. */
@@ -146,6 +152,41 @@ async function loadPages(
     brought ??= { list, sentOffset };
   };
 
+  /** A range's pages, sliced from what covers it (fetched or kept). */
+  const answer = (range: Range, covering: RepositoryList, failure?: Error) => {
+    const covered = range.start + covering.repositories.length;
+    for (const index of range.keys) {
+      const key = keys[index] as PageKey;
+      // Cut short: the pages it finished answer; those it did not get its failure.
+      if (failure && key.limit !== 0 && Math.min(pageEnd(key), covering.total) > covered) {
+        results[index] = failure;
+        continue;
+      }
+      const from = (key.offset ?? 0) - range.start;
+      results[index] = {
+        ...covering,
+        repositories: from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
+        // An omitted offset is the upstream's default (0); echo what it said when it was asked alone.
+        offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
+      };
+    }
+  };
+  const servedFields = (range: Range) =>
+    range.keys.flatMap((index) => callers.get(pageKey(keys[index] as PageKey)) ?? ['']);
+
+  // A range this caller's kept ranges cover wholly is answered from them: no call, no budget.
+  const { ranges: kept } = options;
+  const fetched = kept
+    ? ranges.filter((range) => {
+        const hit = kept.lookup(call, range.start, range.end);
+        if (!hit) return true;
+        bring(hit.covering, range.sendOffset);
+        answer(range, hit.covering);
+        options.onCachedRange?.(hit, call.showCalls ? servedFields(range) : undefined);
+        return false;
+      })
+    : ranges;
+
   // Each call-making unit of the batch, in field order, with the calls it is expected to need.
   // `load` settles the unit's keys; what it throws fails all of them.
   const units: Array<{
@@ -163,38 +204,43 @@ async function loadPages(
         results[index] = page;
       },
     })),
-    ...ranges.map((range) => ({
+    ...fetched.map((range) => ({
       keys: range.keys,
       calls: plannedCalls(range, options.pageCap.value),
       load: async (unitCall: CallContext) => {
         const ends = range.keys
           .map((index) => pageEnd(keys[index] as PageKey))
           .sort((a, b) => a - b);
+        const since = Date.now();
+        // The range keeps the strictest policy of its calls; one without a policy keeps nothing.
+        let policy: CachePolicy | undefined;
+        let unkept = false;
+        const onCall = unitCall.onCall;
+        const observed: CallContext = kept
+          ? {
+              ...unitCall,
+              onCall: (completed) => {
+                onCall?.(completed);
+                const ok =
+                  typeof completed.outcome === 'number' &&
+                  completed.outcome >= 200 &&
+                  completed.outcome < 300;
+                if (!ok) return;
+                if (!completed.cachePolicy) unkept = true;
+                else policy = policy ? strictest(policy, completed.cachePolicy) : completed.cachePolicy;
+              },
+            }
+          : unitCall;
         const { covering, failure } = await fetchRange(
           client,
-          unitCall,
+          observed,
           range,
           ends,
           options.pageCap,
         );
         bring(covering, range.sendOffset);
-        const covered = range.start + covering.repositories.length;
-        for (const index of range.keys) {
-          const key = keys[index] as PageKey;
-          // Cut short: the pages it finished answer; those it did not get its failure.
-          if (failure && key.limit !== 0 && Math.min(pageEnd(key), covering.total) > covered) {
-            results[index] = failure;
-            continue;
-          }
-          const from = (key.offset ?? 0) - range.start;
-          results[index] = {
-            ...covering,
-            repositories:
-              from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
-            // An omitted offset is the upstream's default (0); echo what it said when it was asked alone.
-            offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
-          };
-        }
+        if (kept && !failure && !unkept) kept.keep(call, covering, range.start, policy, since);
+        answer(range, covering, failure);
       },
     })),
   ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));

@@ -1,0 +1,49 @@
+import { getOperationAST } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Context } from '../context.js';
+import { listRepositories } from '../upstream/endpoints.js';
+import type { RangeCache } from '../upstream/range-cache.js';
+
+/**
+ * The range cache's part of the pipeline (the cache itself is the loaders', src/upstream/loaders.ts):
+ * a mutation, once it has run (failed or not), forgets every list range kept for its caller, as
+ * the response cache forgets its answers; and where the upstream calls are shown, the ranges
+ * answered with no call are too, as `extensions.upstreamCalls.cachedRanges`. After the
+ * upstreamCalls stage, whose extension this adds to.
+ */
+export function useRangeCache(ranges: RangeCache): Plugin {
+  return {
+    onExecute({ args }) {
+      const context = args.contextValue as Context;
+      if (getOperationAST(args.document, args.operationName)?.operation !== 'mutation') return;
+      return {
+        onExecuteDone: () => {
+          ranges.evictCaller(context.call);
+        },
+      };
+    },
+    onExecutionResult({ result, setResult, context }) {
+      const ctx = context as unknown as Partial<Context>;
+      const cached = ctx.cachedRanges;
+      if (!ctx.call?.showCalls || !cached?.length || !result || Symbol.asyncIterator in result)
+        return;
+      const shown = result.extensions?.upstreamCalls;
+      if (typeof shown !== 'object' || shown === null) return;
+      setResult({
+        ...result,
+        extensions: {
+          ...result.extensions,
+          upstreamCalls: {
+            ...shown,
+            cachedRanges: cached.map(({ policy, fields }) => ({
+              method: listRepositories.method,
+              route: listRepositories.path,
+              maxAge: policy.maxAge,
+              ...(fields ? { fields: [...new Set(fields)] } : {}),
+            })),
+          },
+        },
+      });
+    },
+  };
+}
