@@ -326,11 +326,11 @@ export const settingsSchema = z.object({
   responseCache: z.object({
     enabled: variable('RESPONSE_CACHE', bool.default(true), {
       section: 'caching',
-      doc: 'keep answers per caller for as long as their cache policy allows, and answer a repeated query from them without parsing, executing or calling upstream; an answer with no policy is never kept, so it costs nothing until a policy exists ([caching](caching.md))',
+      doc: "keep answers per caller for as long as their cache policy allows, and answer a repeated query from them without parsing, executing or calling upstream; an answer with no policy is never kept, so it costs nothing until a policy exists; `false` also turns off the repository list's kept ranges ([caching](caching.md#ranges))",
     }),
     maxBytes: variable('RESPONSE_CACHE_BYTES', int(0, 4096 * MiB).default(32 * MiB), {
       section: 'caching',
-      doc: "answers kept in each process's memory, least recently used out first, bounded by their JSON length (with their keys); with `REDIS_URL` answers are kept in Redis and this bounds the memory used while Redis is away",
+      doc: "answers kept in each process's memory, least recently used out first, bounded by their JSON length (with their keys); with `REDIS_URL` answers are kept in Redis and this bounds the memory used while Redis is away. The repository list's kept ranges have a bound of their own of the same size, in memory only",
       default: '`33554432` (32 MiB)',
       accepted: '0–4294967296 (0: nothing kept in memory)',
     }),
