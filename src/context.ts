@@ -6,6 +6,7 @@ import { createCredentialPolicy } from './credentials.js';
 import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
+import type { CachePolicy } from './upstream/cache-policy.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
   createTxtLoader,
@@ -14,7 +15,6 @@ import {
   type TxtResolver,
 } from './upstream/dns.js';
 import { createInFlight } from './upstream/in-flight.js';
-import type { CachePolicy } from './upstream/cache-policy.js';
 import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
 import type { RangeCache } from './upstream/range-cache.js';
 

@@ -55,7 +55,9 @@ const pageKey = (key: PageKey) => `${key.limit ?? ''}:${key.offset ?? ''}`;
 /**
  * Fresh loaders for one GraphQL request: they hold that request's credentials and answers, so
  * they are never shared with another request. Only the calls still in flight are, through
- * `client` (src/upstream/in-flight.ts), and only with requests whose upstream inputs are the same.
+ * `client` (src/upstream/in-flight.ts), and the list ranges kept for their lifetime
+ * (`options.ranges`, src/upstream/range-cache.ts), and only with requests whose upstream inputs
+ * are the same.
  */
 export function createLoaders(
   client: PageSource,
@@ -227,7 +229,10 @@ async function loadPages(
                   completed.outcome < 300;
                 if (!ok) return;
                 if (!completed.cachePolicy) unkept = true;
-                else policy = policy ? strictest(policy, completed.cachePolicy) : completed.cachePolicy;
+                else
+                  policy = policy
+                    ? strictest(policy, completed.cachePolicy)
+                    : completed.cachePolicy;
               },
             }
           : unitCall;

@@ -1,7 +1,7 @@
 import type { CachePolicy } from './cache-policy.js';
 import type { CallContext } from './client.js';
-import { joinKey } from './in-flight.js';
 import { listRepositories } from './endpoints.js';
+import { joinKey } from './in-flight.js';
 import type { Repository, RepositoryList } from './repository-list.js';
 
 // The repository list's fetched ranges, kept per caller for their answers' max-age, so that a
@@ -28,7 +28,13 @@ export interface RangeCache {
    * before the first call went out, so the range never outlives its answer). No policy, or one
    * of no lifetime, keeps nothing.
    */
-  keep(call: CallerInputs, list: RepositoryList, start: number, policy: CachePolicy | undefined, since: number): void;
+  keep(
+    call: CallerInputs,
+    list: RepositoryList,
+    start: number,
+    policy: CachePolicy | undefined,
+    since: number,
+  ): void;
   /** Forgets every range kept for this caller (after its mutation). */
   evictCaller(call: CallerInputs): void;
   /** The bytes kept, for tests. */
