@@ -6,7 +6,7 @@
 // the facade is.
 import { createServer } from 'node:http';
 import { createYoga } from 'graphql-yoga';
-import { appOptions, createPipeline } from '../src/app.js';
+import { appOptions, completeDeps, createPipeline } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createRateLimiter } from '../src/security/use-rate-limit.js';
 import { createLogger } from '../src/telemetry/logger.js';
@@ -24,7 +24,7 @@ const client = new UpstreamClient({
   onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
 });
 const rateLimiter = await createRateLimiter(config.rateLimit, logger);
-const deps = { config, client, logger, metrics, rateLimiter };
+const deps = completeDeps({ config, client, logger, metrics, rateLimiter });
 const pipeline = createPipeline(deps);
 
 // A misspelt name would measure the whole app under another variant's name.

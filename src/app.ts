@@ -253,18 +253,26 @@ export function appOptions(
   };
 }
 
-/** The facade: Yoga running the pipeline. */
-export function createApp(deps: AppDeps) {
-  // One registry for the pipeline's metrics and the context's joined calls alike.
-  const withMetrics = {
+/**
+ * The parts createApp fills in when not given: one metrics registry for the pipeline and the
+ * context's joined calls alike, and the range cache, off with the response cache
+ * (RESPONSE_CACHE=false) and bounded like it (RESPONSE_CACHE_BYTES). The benchmark's variants
+ * (bench/lean.ts) build from the same parts.
+ */
+export function completeDeps(deps: AppDeps): AppDeps {
+  return {
     ...deps,
     metrics: deps.metrics ?? createMetrics(),
-    // Off with the response cache (RESPONSE_CACHE=false), bounded like it (RESPONSE_CACHE_BYTES).
     rangeCache:
       deps.rangeCache ??
       (deps.config.responseCache.enabled
         ? createRangeCache(deps.config.responseCache.maxBytes)
         : undefined),
   };
-  return createYoga(appOptions(withMetrics, createPipeline(withMetrics)));
+}
+
+/** The facade: Yoga running the pipeline. */
+export function createApp(deps: AppDeps) {
+  const complete = completeDeps(deps);
+  return createYoga(appOptions(complete, createPipeline(complete)));
 }
