@@ -134,11 +134,19 @@ export function startFloor(
   upstreamUrl: string,
   server: 'node' | 'yoga' = 'node',
   options: StartOptions = {},
+  /** More of its settings, e.g. FLOOR_CACHE=1 (Yoga's response cache). */
+  env: Record<string, string> = {},
 ): Promise<ChildProcess> {
   return start(
     '0',
     'bench/build/bench/floor.js',
-    { PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URL: upstreamUrl, FLOOR_SERVER: server },
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      UPSTREAM_URL: upstreamUrl,
+      FLOOR_SERVER: server,
+      ...env,
+    },
     `http://127.0.0.1:${port}/health`,
     { ...options, nodeFlags: [...imageNodeFlags, ...(options.nodeFlags ?? [])] },
   );

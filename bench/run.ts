@@ -10,12 +10,16 @@
 // per request under valgrind, which move less than CPU time between runs.
 // `npm run bench -- --profile`: instead, bench/profile.ts, where a list request's CPU time goes in
 // each server, from V8's CPU profiles.
+// Last, bench/cache.ts: the same documents with the upstream sending `max-age=30`, the facade's
+// response cache against the floor and the floor on Yoga with Yoga's, and two scenarios of its
+// own; `npm run bench -- --cache`: that part alone.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
 import { attribution } from './attribution.js';
+import { cacheComparison } from './cache.js';
 import { instructions } from './instructions.js';
 import {
   build,
@@ -45,6 +49,7 @@ const INSTRUCTIONS = process.argv.includes('--instructions');
 const PROFILE = process.argv.includes('--profile');
 // `npm run bench -- --warm-up`: only the warm-up curves of a fresh facade and a fresh floor.
 const WARM_UP_ONLY = process.argv.includes('--warm-up');
+const CACHE_ONLY = process.argv.includes('--cache');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -234,6 +239,21 @@ async function main() {
       await warmUpCurves(sandboxUrl, children);
       return;
     }
+    const caching = () =>
+      cacheComparison({
+        connections: CONNECTIONS,
+        workloads: scenarios,
+        pageFields: PAGE_FIELDS,
+        children,
+      });
+    if (CACHE_ONLY) {
+      const cache = await caching();
+      writeFileSync(
+        new URL('./results-cache.json', import.meta.url),
+        `${JSON.stringify({ date: new Date().toISOString(), node: serverNodeVersion, loadAverage: load1(), ...cache }, null, 2)}\n`,
+      );
+      return;
+    }
     // Production settings, defaults otherwise (rate limit on), request logs to /dev/null.
     const facade = await startFacade(facadePort, sandboxUrl, {}, WORKERS);
     children.push(facade);
@@ -371,6 +391,8 @@ async function main() {
     yoga.kill('SIGTERM');
     const curves = await warmUpCurves(sandboxUrl, children);
     loadAverages.push(load1());
+    const cache = await caching();
+    loadAverages.push(load1());
     console.log(`load average (1 min) during the run: ${loadAverages.join(', ')}`);
     console.log(`servers on node ${serverNodeVersion}`);
     const results = {
@@ -385,6 +407,7 @@ async function main() {
       facadePeakWithCompressionMb,
       rows,
       warmUp: curves,
+      cache,
     };
     writeFileSync(
       new URL('./results.json', import.meta.url),
