@@ -12,6 +12,7 @@ import {
   createTxtLoader,
   createTxtResolver,
   type TxtLoader,
+  type TxtLookupResult,
   type TxtResolver,
 } from './upstream/dns.js';
 import { createInFlight } from './upstream/in-flight.js';
@@ -26,7 +27,7 @@ export interface RequestContext {
   call: CallContext;
   loaders: Loaders;
   /** This request's TXT look-ups, one DNS query per host, each a unit of `call.budget`. */
-  txtLookups: TxtLoader;
+  txtLookups: Pick<TxtLoader, 'load'>;
   requestId: string;
   /** The upstream calls this request made, for its log line and tests. */
   upstreamCalls: CompletedCall[];
@@ -101,8 +102,19 @@ export function createContextFactory({
       trace: incomingTraceContext(propagator, headers),
       forwarded: credentials.forwardedHeaders(headers),
     };
-    const txtLookups = createTxtLoader(txtResolver, call);
-    const context: RequestContext = {
+    const readsWithoutPolicy = { seen: false };
+    // Its DataLoader is made by the first look-up: most requests make none. A method, not a
+    // getter, since Yoga copies the context with Object.assign, which would read a getter.
+    let txtLoader: TxtLoader | undefined;
+    const txtLookups = {
+      load(host: string): Promise<TxtLookupResult> {
+        // What DNS answers is never kept: its TTL is the resolver's, not a policy of the upstream's.
+        readsWithoutPolicy.seen = true;
+        txtLoader ??= createTxtLoader(txtResolver, { signal, budget: call.budget });
+        return txtLoader.load(host);
+      },
+    };
+    return {
       config,
       client,
       call,
@@ -116,14 +128,7 @@ export function createContextFactory({
       requestId,
       upstreamCalls,
       cachedRanges,
-      readsWithoutPolicy: { seen: false },
+      readsWithoutPolicy,
     };
-    // What DNS answers is never kept: its TTL is the resolver's, not a policy of the upstream's.
-    const load = txtLookups.load.bind(txtLookups);
-    txtLookups.load = (host) => {
-      context.readsWithoutPolicy.seen = true;
-      return load(host);
-    };
-    return context;
   };
 }

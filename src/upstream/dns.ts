@@ -277,7 +277,7 @@ export type TxtLoader = DataLoader<string, TxtLookupResult>;
  */
 export function createTxtLoader(
   resolver: TxtResolver,
-  { signal, budget }: Pick<CallContext, 'signal' | 'budget'>,
+  { signal, budget }: Pick<CallContext, 'budget'> & { signal?: AbortSignal | undefined },
 ): TxtLoader {
   return new DataLoader<string, TxtLookupResult>((hosts) =>
     Promise.all(
