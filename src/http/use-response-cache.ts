@@ -87,18 +87,22 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
       const { request, params } = args.contextValue as { request: Request; params: GraphQLParams };
       if (getOperationAST(args.document, args.operationName)?.operation === 'mutation') {
         return {
-          onExecuteDone: async () => {
-            await store.evictSession(session(request));
-          },
+          onExecuteDone: () => store.evictSession(session(request)),
         };
       }
       return {
         // After the cacheControl stage's hook, which gives the result its policy; the store keeps
-        // only what that policy allows.
-        onExecuteDone: async ({ result }) => {
+        // only what that policy allows. Not async: an answer that is not kept, nearly every one
+        // while no policy allows keeping, passes without a promise to wait for.
+        onExecuteDone: ({ result }) => {
           if (isAsyncIterable(result) || result.errors?.length) return;
           if (!((result as WithPolicy)[ANSWER_POLICY]?.maxAge ?? 0)) return;
-          await store.set(cacheKey(session(request), params), result, [], Number.POSITIVE_INFINITY);
+          return store.set(
+            cacheKey(session(request), params),
+            result,
+            [],
+            Number.POSITIVE_INFINITY,
+          );
         },
       };
     },
