@@ -30,6 +30,7 @@ export const FACADE_VARIANTS: Record<string, string> = {
   [`without the request phase's checks (${REQUEST_PHASE})`]: REQUEST_PHASE,
   [`without the validation phase's (${VALIDATION_PHASE})`]: VALIDATION_PHASE,
   'without the upstream-calls extension': 'upstreamCalls',
+  'without federated tracing (no request asks for ftv1)': 'federatedTracing',
   'without any optional layer': ALL_LAYERS,
   'without graphql-jit (graphql-js executes)': 'jit',
   "without Yoga's parse and validation cache": 'parseCache',
