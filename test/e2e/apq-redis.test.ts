@@ -1,16 +1,13 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis } from '../../src/redis.js';
 import { createRedisApqStore } from '../../src/security/use-apq.js';
 import { createRateLimiter } from '../../src/security/use-rate-limit.js';
 import { useHarness } from '../helpers/harness.js';
-import { freePort, waitForPort } from '../helpers/net.js';
 import { startFacade } from '../helpers/process.js';
-import { hasRedis } from '../helpers/redis.js';
+import { connected, hasRedis, startRedis, stopRedis } from '../helpers/redis.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const apq = (hash: string) => ({ persistedQuery: { version: 1, sha256Hash: hash } });
@@ -46,31 +43,6 @@ const codeOf = (body: Body) => body.errors?.[0]?.extensions?.code;
 const DOCUMENTS = 'graphql-facade:apq:documents';
 const USED = 'graphql-facade:apq:used';
 const BYTES = 'graphql-facade:apq:bytes';
-
-/** A redis-server of the test's own on a free port, without persistence. */
-async function startRedis(args: string[] = []): Promise<{ url: string; process: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
-    { stdio: 'ignore' },
-  );
-  await waitForPort(port);
-  return { url: `redis://127.0.0.1:${port}`, process: child };
-}
-
-async function stopRedis(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null) return;
-  child.kill('SIGKILL');
-  await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
-}
-
-/** Connected, since with no offline queue a command before then fails (and falls back). */
-async function connected(url: string): Promise<Redis> {
-  const connection = await connectRedis(url);
-  if (connection.status !== 'ready') await once(connection, 'ready');
-  return connection;
-}
 
 const usedMemory = async (redis: Redis) =>
   Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);

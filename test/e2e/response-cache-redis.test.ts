@@ -1,45 +1,17 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
+import type { ChildProcess } from 'node:child_process';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createRedisResponseStore } from '../../src/http/response-cache-store.js';
-import { connectRedis } from '../../src/redis.js';
 import { checkCacheIsolation, TENANT } from '../helpers/cache-isolation.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
-import { freePort, waitForPort } from '../helpers/net.js';
-import { hasRedis } from '../helpers/redis.js';
+import { connected, hasRedis, startRedis, stopRedis } from '../helpers/redis.js';
 
 fc.configureGlobal({ ...fc.readConfigureGlobal(), seed: inject('fcSeed') });
 
 const LIST = '{ repositories(limit: 3) { items { id } } }';
 const REPO_ROUTE = 'GET /git/v1/repo';
 const MEMORY_BYTES = 1024 * 1024;
-
-/** A redis-server of the test's own on a free port, without persistence. */
-async function startRedis(): Promise<{ url: string; process: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  );
-  await waitForPort(port);
-  return { url: `redis://127.0.0.1:${port}`, process: child };
-}
-
-async function stopRedis(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null) return;
-  child.kill('SIGKILL');
-  await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
-}
-
-async function connected(url: string): Promise<Redis> {
-  const connection = await connectRedis(url);
-  if (connection.status !== 'ready') await once(connection, 'ready');
-  return connection;
-}
 
 describe('response cache in Redis', () => {
   describe.skipIf(!hasRedis)('with a real redis-server', () => {
