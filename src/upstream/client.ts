@@ -77,15 +77,6 @@ export interface CompletedCall {
   cachePolicy?: CachePolicy | undefined;
 }
 
-/**
- * What a call reads of the signal that cancels it: the GraphQL request's AbortSignal, or a shared
- * call's own (src/upstream/in-flight.ts).
- */
-export type CallSignal = Pick<
-  AbortSignal,
-  'aborted' | 'reason' | 'addEventListener' | 'removeEventListener'
->;
-
 /** What one GraphQL request brings to its upstream calls. */
 export interface CallContext {
   /** The Authorization header to send: the credential policy's (src/credentials.ts), as given. */
@@ -97,7 +88,7 @@ export interface CallContext {
   caller?: string | undefined;
   requestId?: string | undefined;
   /** Aborted when the GraphQL client goes away. */
-  signal?: CallSignal | undefined;
+  signal?: AbortSignal | undefined;
   /** Counts this request's upstream calls, for its log line. */
   onCall?: ((call: CompletedCall) => void) | undefined;
   /** What this request (or this piece of it) may still call; each logical call takes one unit. */

@@ -1,4 +1,4 @@
-import type { CallContext, CallSignal, CompletedCall, UpstreamClient } from './client.js';
+import type { CallContext, CompletedCall, UpstreamClient } from './client.js';
 import type { Endpoint } from './endpoints.js';
 import { cancelledError } from './responses.js';
 
@@ -24,30 +24,13 @@ export interface InFlightOptions {
   onJoin?: ((route: string) => void) | undefined;
 }
 
-/**
- * What cancels a shared call once its last caller has gone: an EventTarget shaped as the client
- * reads an AbortSignal (CallSignal). Not an AbortController: on Node 20 making one's signal and
- * adding its first listener cost about 5 µs, more than the rest of a call's sharing together.
- */
-class SharedCallSignal extends EventTarget implements CallSignal {
-  aborted = false;
-  reason: unknown = undefined;
-
-  /** As AbortController's abort: once, with an AbortError when no reason is given. */
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason ?? new DOMException('This operation was aborted', 'AbortError');
-    this.dispatchEvent(new Event('abort'));
-  }
-}
-
 /** One shared call and the callers waiting for it. */
 interface Entry {
   promise: Promise<unknown>;
   /** Callers still waiting; at 0 the call is abandoned (the last one went away). */
   waiting: number;
-  signal: SharedCallSignal;
+  /** Aborts the call once its last caller has gone. */
+  controller: AbortController;
   /** Every caller's own record of the call's attempts: its log line and `extensions`. */
   listeners: Array<(completed: CompletedCall) => void>;
 }
@@ -110,7 +93,7 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
         settled = true;
         reject(cancelledError());
         entry.waiting -= 1;
-        if (entry.waiting === 0) entry.signal.abort(signal?.reason);
+        if (entry.waiting === 0) entry.controller.abort(signal?.reason);
       };
       signal?.addEventListener('abort', leave, { once: true });
       entry.promise.then(
@@ -136,7 +119,7 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
     input: In,
     call: CallContext,
   ): Entry {
-    const signal = new SharedCallSignal();
+    const controller = new AbortController();
     const listeners: Entry['listeners'] = [];
     if (call.onCall) listeners.push(call.onCall);
     const shared: CallContext = {
@@ -148,7 +131,7 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
       fields: call.fields,
       showCalls: call.showCalls,
       // Not the first caller's: the call outlives it when others wait.
-      signal,
+      signal: controller.signal,
       // Each caller took its own unit before waiting.
       budget: undefined,
       onCall: (completed) => {
@@ -156,7 +139,7 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
       },
     };
     const promise = client.send(endpoint, input, shared);
-    const entry: Entry = { promise, waiting: 0, signal, listeners };
+    const entry: Entry = { promise, waiting: 0, controller, listeners };
     calls.set(key, entry);
     // Settled is no longer in flight: a failure is never kept, nor an answer.
     const forget = () => {
@@ -180,7 +163,7 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
       const key = joinKey(endpoint, input, call);
       const running = calls.get(key);
       // A call every caller left is being abandoned: it serves no one else.
-      if (running && !running.signal.aborted) {
+      if (running && !running.controller.signal.aborted) {
         options.onJoin?.(`${endpoint.method} ${endpoint.path}`);
         const { onCall, callers, fields } = call;
         if (onCall) {
