@@ -88,13 +88,15 @@ function line(error: Error & { extensions?: Record<string, unknown> }): string {
   return `${typeof code === 'string' ? code : 'ERROR'}: ${error.message}`;
 }
 
+/** The subgraphs as Apollo's and the Guild's composers take them. */
+const services = (subgraphs: readonly SubgraphSource[]) =>
+  subgraphs.map(({ name, url, sdl }) => ({ name, url, typeDefs: parse(sdl) }));
+
 /** Composes the subgraphs with one composer; never throws on a composition error. */
 export function compose(composer: ComposerName, subgraphs: readonly SubgraphSource[]): Composition {
   switch (composer) {
     case 'apollo': {
-      const result = composeWithApollo(
-        subgraphs.map(({ name, url, sdl }) => ({ name, url, typeDefs: parse(sdl) })),
-      );
+      const result = composeWithApollo(services(subgraphs));
       if (result.errors) return { composer, errors: result.errors.map(line) };
       return {
         composer,
@@ -105,9 +107,7 @@ export function compose(composer: ComposerName, subgraphs: readonly SubgraphSour
       };
     }
     case 'guild': {
-      const result = composeWithGuild(
-        subgraphs.map(({ name, url, sdl }) => ({ name, url, typeDefs: parse(sdl) })),
-      );
+      const result = composeWithGuild(services(subgraphs));
       if (result.errors) return { composer, errors: result.errors.map(line) };
       return {
         composer,
