@@ -1,7 +1,7 @@
 // The one credential policy (docs/operations.md, "Credentials"): whether the facade's service key
 // or the caller's own credential goes upstream, which callers it accepts, and what else of theirs
 // is passed on. Everything else asks this module rather than deciding for itself.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { Config } from './config.js';
 
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
@@ -13,10 +13,10 @@ export function bearerToken(authorization: string | null): string | undefined {
 
 /** A short, one-way name for a token: safe to keep as a rate-limit key, never reversible. */
 export function tokenId(token: string): string {
-  return createHash('sha256').update(token).digest('base64url').slice(0, 22);
+  return hash('sha256', token, 'base64url').slice(0, 22);
 }
 
-const digest = (value: string) => createHash('sha256').update(value).digest();
+const digest = (value: string) => hash('sha256', value, 'buffer');
 
 /**
  * Whether `token` is one of `accepted`. Comparing fixed-size digests with timingSafeEqual, and

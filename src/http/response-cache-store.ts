@@ -30,15 +30,38 @@ function keeping(
   return ms >= 1000 ? { policy, ms } : undefined;
 }
 
-/** What a kept answer is served as: its data, with the lifetime it has left (whole seconds). */
-function served(result: ExecutionResult, scope: CachePolicy['scope'], msLeft: number) {
+/**
+ * A kept answer as it is served: its data, the lifetime it has left, and the text it was kept as.
+ * Yoga writes an answer that has a `stringify` with it (called unbound) rather than serialising it
+ * again. Whatever adds to a kept answer builds a new one without it (src/http/use-response-cache.ts).
+ */
+class KeptAnswer implements ExecutionResult {
+  readonly data: ExecutionResult['data'];
+  readonly extensions: ExecutionResult['extensions'];
+  readonly [ANSWER_POLICY]: CachePolicy;
+  readonly stringify: () => string;
+  constructor(result: ExecutionResult, text: string, policy: CachePolicy) {
+    this.data = result.data;
+    this.extensions = result.extensions;
+    this[ANSWER_POLICY] = policy;
+    this.stringify = () => text;
+  }
+}
+
+/** What a kept answer is served as, with the lifetime it has left (whole seconds), if any. */
+function served(
+  result: ExecutionResult,
+  text: string,
+  scope: CachePolicy['scope'],
+  msLeft: number,
+): ExecutionResult | null {
   const maxAge = Math.floor(msLeft / 1000);
-  if (maxAge < 1) return null;
-  return { ...result, [ANSWER_POLICY]: { maxAge, scope } } as ExecutionResult;
+  return maxAge < 1 ? null : new KeptAnswer(result, text, { maxAge, scope });
 }
 
 interface Entry {
   result: ExecutionResult;
+  text: string;
   scope: CachePolicy['scope'];
   expiresAt: number;
   bytes: number;
@@ -82,6 +105,7 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
       if (bytes > maxBytes) return;
       entries.set(key, {
         result: JSON.parse(json) as ExecutionResult,
+        text: json,
         scope: kept.policy.scope,
         expiresAt: Date.now() + kept.ms,
         bytes,
@@ -102,7 +126,7 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
     get(key) {
       const entry = entries.get(key);
       if (!entry) return null;
-      const answer = served(entry.result, entry.scope, entry.expiresAt - Date.now());
+      const answer = served(entry.result, entry.text, entry.scope, entry.expiresAt - Date.now());
       if (!answer) {
         drop(key);
         return null;
@@ -118,10 +142,11 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
   };
 }
 
-// The response cache's key space in Redis: one key per answer, expiring with it; per session the
-// set of its answers' keys, which lives as long as the longest of them; and, for the bound, each
-// answer's size, its expiry (a sorted set, in ms) and the bytes they count. They change together,
-// in one script, so that the count always matches the answers it counts, whichever replica writes.
+// The response cache's key space in Redis: one key per answer (its scope, a newline, its JSON),
+// expiring with it; per session the set of its answers' keys, which lives as long as the longest
+// of them; and, for the bound, each answer's size, its expiry (a sorted set, in ms) and the bytes
+// they count. They change together, in one script, so that the count always matches the answers
+// it counts, whichever replica writes.
 const PREFIX = 'graphql-facade:response:';
 const SESSION_PREFIX = 'graphql-facade:response-session:';
 const BOUND_KEYS = [
@@ -245,7 +270,7 @@ export function createRedisResponseStore(
       const kept = keeping(data, ttl);
       if (!kept) return;
       try {
-        const value = JSON.stringify({ result: data, scope: kept.policy.scope });
+        const value = `${kept.policy.scope}\n${JSON.stringify(data)}`;
         await commands.facadeResponseSet(
           ...BOUND_KEYS,
           PREFIX + key,
@@ -269,11 +294,12 @@ export function createRedisResponseStore(
         recovered();
         if (!found) return null;
         const [value, msLeft] = found;
-        const { result, scope } = JSON.parse(value) as {
-          result: ExecutionResult;
-          scope: CachePolicy['scope'];
-        };
-        return served(result, scope, Number(msLeft));
+        const newline = value.indexOf('\n');
+        const scope = value.slice(0, newline);
+        // Anything else was not written by this version: a miss, replaced when it is kept again.
+        if (scope !== 'PUBLIC' && scope !== 'PRIVATE') return null;
+        const text = value.slice(newline + 1);
+        return served(JSON.parse(text) as ExecutionResult, text, scope, Number(msLeft));
       } catch (error) {
         warn(error);
         return memory.get(key);

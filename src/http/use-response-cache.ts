@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { CredentialPolicy } from '../credentials.js';
@@ -18,18 +18,16 @@ export function cacheSession(credentials: CredentialPolicy, headers: Headers): s
     headers.get('authorization'),
     credentials.forwardedHeaders(headers) ?? null,
   ]);
-  return createHash('sha256').update(inputs).digest('base64url');
+  return hash('sha256', inputs, 'base64url');
 }
 
 /** The operation, its name and variables, under the session (the prefix evictSession uses). */
 function cacheKey(session: string, params: GraphQLParams): string {
-  const operation = createHash('sha256')
-    .update(params.query ?? '')
-    .update('\0')
-    .update(params.operationName ?? '')
-    .update('\0')
-    .update(JSON.stringify(params.variables ?? {}))
-    .digest('base64url');
+  const operation = hash(
+    'sha256',
+    `${params.query ?? ''}\0${params.operationName ?? ''}\0${JSON.stringify(params.variables ?? {})}`,
+    'base64url',
+  );
   return `${session}:${operation}`;
 }
 
@@ -71,12 +69,14 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
         if (!kept) return;
         state.responseCache = 'hit';
         // Where the calls are shown (src/telemetry/use-upstream-calls.ts), a hit shows none.
+        // A new answer, without the kept one's text (its `stringify`), when something is added.
         setResult(
           state.showsUpstreamCalls
-            ? {
-                ...kept,
+            ? ({
+                data: kept.data,
                 extensions: { ...kept.extensions, upstreamCalls: { calls: [], cache: 'hit' } },
-              }
+                [ANSWER_POLICY]: (kept as WithPolicy)[ANSWER_POLICY],
+              } as ExecutionResult)
             : kept,
         );
       };

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as hashOf } from 'node:crypto';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
 import { persistedQueryHash } from '../documents.js';
@@ -229,7 +229,7 @@ export function useApq(store: ApqStore): Plugin {
       }
       // Yoga's own parameter check answers a query that is not a string.
       if (typeof query !== 'string') return;
-      if (createHash('sha256').update(query).digest('hex') !== hash) throw mismatch();
+      if (hashOf('sha256', query, 'hex') !== hash) throw mismatch();
       if (Buffer.byteLength(query) > APQ_MAX_DOCUMENT_BYTES) return;
       // Per request, since a batch carries several operations.
       const state = requestState(request);

@@ -53,6 +53,21 @@ describe('response cache', () => {
       );
     });
 
+    it('writes a hit as the text it kept, byte for byte, where no calls are shown', async () => {
+      const app = h.createApp({ config: { production: true } });
+      const post = () =>
+        app.fetch('http://facade.test/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...as('grace') },
+          body: JSON.stringify({ query: LIST }),
+        });
+      const miss = await (await post()).text();
+      const hit = await post();
+      expect(hit.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(await hit.text()).toBe(miss);
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+    });
+
     it('shows a miss, then a hit, where the upstream calls are shown', async () => {
       const app = h.createApp();
       const miss = await postGraphQL(app, LIST, undefined, as('dave'));
