@@ -47,7 +47,15 @@ function answerPolicy(result: unknown): CachePolicy {
  * headers and the media type negotiated from Accept.
  */
 export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptions): Plugin {
-  const varyOn = ['Accept', 'Authorization', ...forwardHeaders];
+  // What a kept answer varies on, each name once (a forwarded header may be one of the others).
+  const varyOn = [
+    ...new Map(
+      ['Origin', 'Accept', 'Authorization', ...forwardHeaders].map((name) => [
+        name.toLowerCase(),
+        name,
+      ]),
+    ).values(),
+  ];
   return {
     onExecute({ args }) {
       const context = args.contextValue as Context;
@@ -72,16 +80,17 @@ export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptio
       requestState(request).cachePolicy = answerPolicy(result);
     },
     onResponse({ request, response }) {
-      addVary(response.headers, 'Origin');
-      if (response.headers.has('etag')) return;
       const policy = requestState(request).cachePolicy;
-      if (!policy || policy.maxAge === 0 || response.status !== 200) {
+      const keeps = !!policy && policy.maxAge > 0 && response.status === 200;
+      if (keeps) addVary(response.headers, ...varyOn);
+      else addVary(response.headers, 'Origin');
+      if (response.headers.has('etag')) return;
+      if (!keeps) {
         response.headers.set('cache-control', 'private, no-store');
         return;
       }
       const scope = perCaller || policy.scope === 'PRIVATE' ? 'private' : 'public';
       response.headers.set('cache-control', `${scope}, max-age=${policy.maxAge}`);
-      for (const name of varyOn) addVary(response.headers, name);
     },
   };
 }
