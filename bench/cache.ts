@@ -20,7 +20,7 @@ import { cpuSeconds, startFacade, startFloor, startSandbox } from './processes.j
 
 const DURATION_S = Number(process.env.BENCH_CACHE_DURATION_S ?? 4);
 /** Seconds of the page per server before anything is measured. */
-const WARM_S = Number(process.env.BENCH_CACHE_WARM_S ?? 6);
+const WARM_S = Number(process.env.BENCH_CACHE_WARM_S ?? 20);
 /** Seconds of the same load right before each measured run (not counted). */
 const REWARM_S = 2;
 const CALLERS = 50;
