@@ -1,7 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import fc from 'fast-check';
+import type { ExecutionResult } from 'graphql';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ANSWER_POLICY, type WithPolicy } from '../../src/http/cache-hints.js';
 import { createRedisResponseStore } from '../../src/http/response-cache-store.js';
 import { checkCacheIsolation, TENANT } from '../helpers/cache-isolation.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
@@ -92,6 +94,27 @@ describe('response cache in Redis', () => {
       const kept = await redis.keys('graphql-facade:response:*');
       expect(kept.length).toBeGreaterThan(0);
       expect(kept.length).toBeLessThan(6);
+    });
+
+    it('serves a kept answer as its text, and reads a value of another form as a miss', async () => {
+      const redis = connections[0] as Redis;
+      await redis.flushdb();
+      const store = createRedisResponseStore(redis, { redisBytes: 1024 * 1024, memoryBytes: 0 });
+      const answer = { data: { n: 1 }, [ANSWER_POLICY]: { maxAge: 60, scope: 'PRIVATE' } };
+      await store.set('session:kept', answer as ExecutionResult, [], 60_000);
+      const kept = (await store.get('session:kept')) as ExecutionResult & { stringify(): string };
+      expect(kept.data).toEqual({ n: 1 });
+      expect(kept.stringify()).toBe('{"data":{"n":1}}');
+      expect((kept as WithPolicy)[ANSWER_POLICY]).toMatchObject({ scope: 'PRIVATE' });
+
+      // As an older version wrote its answers: one JSON object with the scope inside.
+      await redis.set(
+        'graphql-facade:response:session:old',
+        JSON.stringify({ result: { data: { n: 2 } }, scope: 'PRIVATE' }),
+        'PX',
+        60_000,
+      );
+      expect(await store.get('session:old')).toBeNull();
     });
 
     it('answers right, never with an error, while Redis is gone', async () => {
