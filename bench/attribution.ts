@@ -36,6 +36,8 @@ export const FACADE_VARIANTS: Record<string, string> = {
   "without Yoga's parse and validation cache": 'parseCache',
 };
 
+const CORE = 'without every stage but graphql-jit (schema, context, client)';
+
 interface Server {
   pid: number;
   url: string;
@@ -55,6 +57,11 @@ async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
   };
   await add('floor (node:http)', (port) => startFloor(port, sandboxUrl));
   await add('floor on Yoga', (port) => startFloor(port, sandboxUrl, 'yoga'));
+  // The schema, the context and the client, served with graphql-jit and nothing else of the
+  // pipeline: what the facade's own resolvers and upstream calls cost over the floor's.
+  await add(`facade ${CORE}`, (port) =>
+    startFacade(port, sandboxUrl, { BENCH_KEEP: 'jit' }, 1, LEAN_SCRIPT),
+  );
   for (const [name, omit] of Object.entries(FACADE_VARIANTS)) {
     await add(`facade ${name}`, (port) =>
       startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, LEAN_SCRIPT),
@@ -122,6 +129,10 @@ export async function attribution(sandboxUrl: string, body: string): Promise<voi
     );
     // The figure to watch: what the facade's pipeline costs over bare Yoga.
     console.log(`facade whole - floor on Yoga: ${paired(wholes.facade, onYoga)} µs a request`);
+    const core = measured.get(`facade ${CORE}`) as number[];
+    console.log(
+      `of which the stages: ${paired(wholes.facade, core)} µs; the schema, context and client over the floor's: ${paired(core, onYoga)} µs`,
+    );
     if (BASE) console.log(`base: the same: ${paired(wholes.base, onYoga)} µs a request`);
   } finally {
     for (const server of servers.values()) server.stop();

@@ -1,7 +1,7 @@
 // `npm run bench -- --attribution`'s facade with stages left out: the app main.ts builds (production
 // settings, the memory rate limit, request lines to stdout), without the stages named in BENCH_OMIT
 // (comma-separated names of src/app.ts's pipeline, and `parseCache` for Yoga's parse and
-// validation cache). The variants are built here, from the exported pipeline, so that the app
+// validation cache), or with only those BENCH_KEEP names. The variants are built here, from the exported pipeline, so that the app
 // itself has no switch for them. Run compiled (`npm run build:bench` puts it in bench/build/), as
 // the facade is.
 import { createServer } from 'node:http';
@@ -13,7 +13,8 @@ import { createLogger } from '../src/telemetry/logger.js';
 import { createMetrics } from '../src/telemetry/metrics.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 
-const omitted = new Set((process.env.BENCH_OMIT ?? '').split(',').filter(Boolean));
+const names = (list: string | undefined) => (list ?? '').split(',').filter(Boolean);
+const omitted = new Set(names(process.env.BENCH_OMIT));
 const config = loadConfig({ ...process.env, NODE_ENV: 'production' });
 const logger = createLogger(config.logLevel);
 const metrics = createMetrics({ processMetrics: true });
@@ -31,6 +32,14 @@ const pipeline = createPipeline(deps);
 const known = new Set([...pipeline.map((stage) => stage.name), 'parseCache']);
 for (const name of omitted) {
   if (!known.has(name)) throw new Error(`BENCH_OMIT: no stage named ${name}`);
+}
+// BENCH_KEEP instead names the stages to keep: every other stage of the pipeline is left out.
+if (process.env.BENCH_KEEP !== undefined) {
+  const kept = new Set(names(process.env.BENCH_KEEP));
+  for (const name of kept) {
+    if (!known.has(name)) throw new Error(`BENCH_KEEP: no stage named ${name}`);
+  }
+  for (const stage of pipeline) if (!kept.has(stage.name)) omitted.add(stage.name);
 }
 
 const app = createYoga({
