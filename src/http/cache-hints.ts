@@ -15,7 +15,7 @@ import {
   visit,
   visitWithTypeInfo,
 } from 'graphql';
-import { type CachePolicy, NO_STORE, strictest } from '../upstream/cache-policy.js';
+import { type CachePolicy, NO_STORE, readsPolicy, strictest } from '../upstream/cache-policy.js';
 import type { CompletedCall } from '../upstream/client.js';
 
 /**
@@ -120,13 +120,10 @@ export interface ExecutedOperation {
 export function operationPolicy(executed: ExecutedOperation): CachePolicy {
   if (executed.operation !== 'query' || executed.hasErrors) return NO_STORE;
   if (executed.readUnhinted && !executed.hint) return NO_STORE;
+  const reads = readsPolicy(executed.calls);
+  if (reads.unpoliced && !executed.hint) return NO_STORE;
   let policy = executed.hint;
-  for (const call of executed.calls) {
-    // A failed attempt that a retry made good says nothing of the answer.
-    if (typeof call.outcome !== 'number' || call.outcome < 200 || call.outcome >= 300) continue;
-    if (call.cachePolicy) policy = policy ? strictest(policy, call.cachePolicy) : call.cachePolicy;
-    else if (!executed.hint) return NO_STORE;
-  }
+  if (reads.policy) policy = policy ? strictest(policy, reads.policy) : reads.policy;
   for (const { policy: kept } of executed.cached ?? []) {
     policy = policy ? strictest(policy, kept) : kept;
   }

@@ -16,18 +16,20 @@ export function chooseEncoding(acceptEncoding: string | null): Encoding {
 }
 
 /**
- * Adds `names` to a response's Vary, those not listed already, in one `set`: never `append`.
- * whatwg-node keeps a response's headers as the plain object Yoga built them in until something
+ * Adds `names` to a response's Vary, each once and only if not listed already, in one `set`,
+ * never `append`: whatwg-node keeps a response's headers as the plain object Yoga built them in until something
  * appends or deletes, and only then sends them with one `writeHead` call; an append makes it build
  * a Map and set every header one by one, on every answer (docs/performance.md).
  */
 export function addVary(headers: Headers, ...names: string[]): void {
   const vary = headers.get('vary');
-  if (!vary) {
-    headers.set('vary', names.join(', '));
-    return;
+  const listed = vary ? vary.toLowerCase().split(/\s*,\s*/) : [];
+  const added: string[] = [];
+  for (const name of names) {
+    const lower = name.toLowerCase();
+    if (listed.includes(lower)) continue;
+    listed.push(lower);
+    added.push(name);
   }
-  const listed = vary.toLowerCase().split(/\s*,\s*/);
-  const missing = names.filter((name) => !listed.includes(name.toLowerCase()));
-  if (missing.length > 0) headers.set('vary', [vary, ...missing].join(', '));
+  if (added.length > 0) headers.set('vary', (vary ? [vary, ...added] : added).join(', '));
 }

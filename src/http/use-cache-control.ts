@@ -47,15 +47,7 @@ function answerPolicy(result: unknown): CachePolicy {
  * headers and the media type negotiated from Accept.
  */
 export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptions): Plugin {
-  // What a kept answer varies on, each name once (a forwarded header may be one of the others).
-  const varyOn = [
-    ...new Map(
-      ['Origin', 'Accept', 'Authorization', ...forwardHeaders].map((name) => [
-        name.toLowerCase(),
-        name,
-      ]),
-    ).values(),
-  ];
+  const varyOn = ['Origin', 'Accept', 'Authorization', ...forwardHeaders];
   return {
     onExecute({ args }) {
       const context = args.contextValue as Context;

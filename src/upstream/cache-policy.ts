@@ -83,6 +83,24 @@ export function parseCachePolicy(
   return { maxAge: Math.max(0, lifetime - age), scope };
 }
 
+/**
+ * What a read's completed attempts say of keeping its answer: the strictest policy of those that
+ * succeeded (a failed attempt that a retry made good says nothing of the answer), and whether one
+ * of them had none.
+ */
+export function readsPolicy(
+  calls: Iterable<{ outcome: number | string; cachePolicy?: CachePolicy | undefined }>,
+): { policy: CachePolicy | undefined; unpoliced: boolean } {
+  let policy: CachePolicy | undefined;
+  let unpoliced = false;
+  for (const call of calls) {
+    if (typeof call.outcome !== 'number' || call.outcome < 200 || call.outcome >= 300) continue;
+    if (!call.cachePolicy) unpoliced = true;
+    else policy = policy ? strictest(policy, call.cachePolicy) : call.cachePolicy;
+  }
+  return { policy, unpoliced };
+}
+
 /** The stricter of two policies: the shorter lifetime, private if either is. */
 export function strictest(a: CachePolicy, b: CachePolicy): CachePolicy {
   if (a.maxAge === 0) return NO_STORE;

@@ -1,8 +1,8 @@
 import DataLoader from 'dataloader';
 import { UpstreamBudgetError } from '../errors.js';
 import type { CallBudget } from './budget.js';
-import { type CachePolicy, strictest } from './cache-policy.js';
-import type { CallContext } from './client.js';
+import { readsPolicy } from './cache-policy.js';
+import type { CallContext, CompletedCall } from './client.js';
 import { listRepositories, type PageQuery } from './endpoints.js';
 import type { InFlight } from './in-flight.js';
 import type { CachedRange, RangeCache } from './range-cache.js';
@@ -215,24 +215,14 @@ async function loadPages(
           .sort((a, b) => a - b);
         const since = Date.now();
         // The range keeps the strictest policy of its calls; one without a policy keeps nothing.
-        let policy: CachePolicy | undefined;
-        let unkept = false;
-        const onCall = unitCall.onCall;
+        const attempts: CompletedCall[] = [];
+        const { onCall } = unitCall;
         const observed: CallContext = kept
           ? {
               ...unitCall,
               onCall: (completed) => {
                 onCall?.(completed);
-                const ok =
-                  typeof completed.outcome === 'number' &&
-                  completed.outcome >= 200 &&
-                  completed.outcome < 300;
-                if (!ok) return;
-                if (!completed.cachePolicy) unkept = true;
-                else
-                  policy = policy
-                    ? strictest(policy, completed.cachePolicy)
-                    : completed.cachePolicy;
+                attempts.push(completed);
               },
             }
           : unitCall;
@@ -244,7 +234,10 @@ async function loadPages(
           options.pageCap,
         );
         bring(covering, range.sendOffset);
-        if (kept && !failure && !unkept) kept.keep(call, covering, range.start, policy, since);
+        if (kept && !failure) {
+          const reads = readsPolicy(attempts);
+          if (!reads.unpoliced) kept.keep(call, covering, range.start, reads.policy, since);
+        }
         answer(range, covering, failure);
       },
     })),

@@ -8,6 +8,12 @@ describe('Vary', () => {
     expect(headers.get('vary')).toBe('Origin, Accept');
   });
 
+  it('lists a name given twice once (a forwarded header may be one of the others)', () => {
+    const headers = new Headers();
+    addVary(headers, 'Origin', 'Accept', 'origin');
+    expect(headers.get('vary')).toBe('Origin, Accept');
+  });
+
   it('adds only the names not listed already, whatever their case', () => {
     const headers = new Headers({ vary: 'origin,  ACCEPT' });
     addVary(headers, 'Origin', 'Accept', 'Authorization');
