@@ -31,37 +31,51 @@ function keeping(
 }
 
 /**
- * A kept answer as it is served: its data, the lifetime it has left, and the text it was kept as.
- * Yoga writes an answer that has a `stringify` with it (called unbound) rather than serialising it
- * again. Whatever adds to a kept answer builds a new one without it (src/http/use-response-cache.ts).
+ * A kept answer as it is served: the text it was kept as, its extensions and the lifetime it has
+ * left. Yoga writes an answer that has a `stringify` with it (called unbound) rather than
+ * serialising it again, so its data is parsed from the text only when something reads it.
+ * Whatever adds to a kept answer builds a new one without it (src/http/use-response-cache.ts).
  */
 class KeptAnswer implements ExecutionResult {
-  readonly data: ExecutionResult['data'];
   readonly extensions: ExecutionResult['extensions'];
   readonly [ANSWER_POLICY]: CachePolicy;
   readonly stringify: () => string;
-  constructor(result: ExecutionResult, text: string, policy: CachePolicy) {
-    this.data = result.data;
-    this.extensions = result.extensions;
+  readonly #text: string;
+  #data: ExecutionResult['data'];
+  constructor(
+    text: string,
+    extensions: ExecutionResult['extensions'],
+    policy: CachePolicy,
+    data?: ExecutionResult['data'],
+  ) {
+    this.#text = text;
+    this.#data = data;
+    this.extensions = extensions;
     this[ANSWER_POLICY] = policy;
     this.stringify = () => text;
+  }
+  get data(): ExecutionResult['data'] {
+    this.#data ??= (JSON.parse(this.#text) as ExecutionResult).data;
+    return this.#data;
   }
 }
 
 /** What a kept answer is served as, with the lifetime it has left (whole seconds), if any. */
 function served(
-  result: ExecutionResult,
   text: string,
+  extensions: ExecutionResult['extensions'],
   scope: CachePolicy['scope'],
   msLeft: number,
+  data?: ExecutionResult['data'],
 ): ExecutionResult | null {
   const maxAge = Math.floor(msLeft / 1000);
-  return maxAge < 1 ? null : new KeptAnswer(result, text, { maxAge, scope });
+  return maxAge < 1 ? null : new KeptAnswer(text, extensions, { maxAge, scope }, data);
 }
 
 interface Entry {
-  result: ExecutionResult;
   text: string;
+  /** A copy of the answer's extensions, which Yoga reads on every answer it writes. */
+  extensions: ExecutionResult['extensions'];
   scope: CachePolicy['scope'];
   expiresAt: number;
   bytes: number;
@@ -71,8 +85,7 @@ interface Entry {
  * Answers in this process's memory, least recently used out first, bounded by their JSON length
  * (with their keys): the plugin's own in-memory cache (lru-cache) is bounded by count, and one
  * answer may be a few hundred bytes or several megabytes, so a count bounds nothing. A kept answer
- * is a copy made when it is kept and is never changed: a hit hands out the same object, which the
- * plugin spreads before anything adds to it.
+ * is its JSON text, taken when it is kept and never changed; each hit is served from it.
  *
  * The plugin's invalidation by type and id has nothing to find here: no mutation returns a type a
  * query does. A mutation evicts its caller's answers instead (evictSession).
@@ -104,8 +117,10 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
       drop(key);
       if (bytes > maxBytes) return;
       entries.set(key, {
-        result: JSON.parse(json) as ExecutionResult,
         text: json,
+        extensions:
+          data.extensions &&
+          (JSON.parse(JSON.stringify(data.extensions)) as typeof data.extensions),
         scope: kept.policy.scope,
         expiresAt: Date.now() + kept.ms,
         bytes,
@@ -126,7 +141,12 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
     get(key) {
       const entry = entries.get(key);
       if (!entry) return null;
-      const answer = served(entry.result, entry.text, entry.scope, entry.expiresAt - Date.now());
+      const answer = served(
+        entry.text,
+        entry.extensions,
+        entry.scope,
+        entry.expiresAt - Date.now(),
+      );
       if (!answer) {
         drop(key);
         return null;
@@ -299,7 +319,8 @@ export function createRedisResponseStore(
         // Anything else was not written by this version: a miss, replaced when it is kept again.
         if (scope !== 'PUBLIC' && scope !== 'PRIVATE') return null;
         const text = value.slice(newline + 1);
-        return served(JSON.parse(text) as ExecutionResult, text, scope, Number(msLeft));
+        const { data, extensions } = JSON.parse(text) as ExecutionResult;
+        return served(text, extensions, scope, Number(msLeft), data);
       } catch (error) {
         warn(error);
         return memory.get(key);
