@@ -1,5 +1,10 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
+import { createRangeCache, type RangeCache } from './cache/ranges.js';
+import { createMemoryResponseStore, type ResponseStore } from './cache/response-store.js';
+import { useCacheControl } from './cache/use-cache-control.js';
+import { useRangeCache } from './cache/use-range-cache.js';
+import { useResponseCache } from './cache/use-response-cache.js';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
 import { createCredentialPolicy } from './credentials.js';
@@ -11,18 +16,14 @@ import {
 } from './documents.js';
 import { maskError } from './errors.js';
 import { createHealth, type Health } from './http/health.js';
-import { createMemoryResponseStore, type ResponseStore } from './http/response-cache-store.js';
 import { useBodySizeLimit } from './http/use-body-size.js';
-import { useCacheControl } from './http/use-cache-control.js';
 import { useCompression } from './http/use-compression.js';
 import { corsOptions, createOriginMatcher, useCsrfPrevention } from './http/use-csrf-cors.js';
 import { useGraphiQL } from './http/use-graphiql.js';
 import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
-import { useRangeCache } from './http/use-range-cache.js';
 import { useReadiness } from './http/use-readiness.js';
-import { useResponseCache } from './http/use-response-cache.js';
 import { schema } from './schema/index.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';
 import { useClientTokens } from './security/use-client-tokens.js';
@@ -40,7 +41,6 @@ import { useRequestLog } from './telemetry/use-request-log.js';
 import { useTracing } from './telemetry/use-tracing.js';
 import { useUpstreamCalls } from './telemetry/use-upstream-calls.js';
 import type { UpstreamClient } from './upstream/client.js';
-import { createRangeCache, type RangeCache } from './upstream/range-cache.js';
 
 export interface AppDeps {
   config: Config;
@@ -67,7 +67,7 @@ export interface AppDeps {
   /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
   tracing?: Tracing | undefined;
   /**
-   * The list ranges kept per caller (src/upstream/range-cache.ts); createApp makes one in memory
+   * The list ranges kept per caller (src/cache/ranges.ts); createApp makes one in memory
    * when the response cache is on. None: every range is fetched.
    */
   rangeCache?: RangeCache | undefined;

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
+import { createInFlight } from './cache/join.js';
+import type { CachePolicy } from './cache/policy.js';
+import type { RangeCache } from './cache/ranges.js';
 import type { Config } from './config.js';
 import { createCredentialPolicy } from './credentials.js';
 import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
-import type { CachePolicy } from './upstream/cache-policy.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
   createTxtLoader,
@@ -15,9 +17,7 @@ import {
   type TxtLookupResult,
   type TxtResolver,
 } from './upstream/dns.js';
-import { createInFlight } from './upstream/in-flight.js';
 import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
-import type { RangeCache } from './upstream/range-cache.js';
 
 /** What the facade adds to Yoga's own context for one request. */
 export interface RequestContext {
@@ -32,13 +32,13 @@ export interface RequestContext {
   /** The upstream calls this request made, for its log line and tests. */
   upstreamCalls: CompletedCall[];
   /**
-   * The list ranges answered from the range cache (src/upstream/range-cache.ts): the lifetime
+   * The list ranges answered from the range cache (src/cache/ranges.ts): the lifetime
    * each had left, and the fields it served when the request shows its calls.
    */
   cachedRanges: Array<{ policy: CachePolicy; fields?: readonly string[] | undefined }>;
   /**
    * A field read something that has no cache policy of its own (a DNS look-up): the answer is
-   * kept by no one unless a static hint covers it (src/http/cache-hints.ts).
+   * kept by no one unless a static hint covers it (src/cache/hints.ts).
    */
   readsWithoutPolicy: { seen: boolean };
   /**

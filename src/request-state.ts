@@ -1,10 +1,10 @@
 // The one typed record of an HTTP request that the stages share, the spans of an operation, and
 // the request id a caller may choose.
 import type { Context as OtelContext, Span } from '@opentelemetry/api';
+import type { CachePolicy } from './cache/policy.js';
 import type { Context } from './context.js';
 import type { ClientIdentity } from './telemetry/metrics.js';
 import type { CallBudget } from './upstream/budget.js';
-import type { CachePolicy } from './upstream/cache-policy.js';
 
 export interface OperationSpans {
   operation: Span;
@@ -33,7 +33,7 @@ export interface RequestState {
   /** APQ: each hash sent with its document, checked against it, until the document validates. */
   apqDocuments: Map<string, string> | undefined;
   /**
-   * The answer's cache policy, the strictest of its operations' (src/http/use-cache-control.ts);
+   * The answer's cache policy, the strictest of its operations' (src/cache/use-cache-control.ts);
    * undefined until its results are processed, and then `no-store` unless every one allows.
    */
   cachePolicy: CachePolicy | undefined;

@@ -8,17 +8,17 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { Agent, type Dispatcher } from 'undici';
-import type { Config } from '../config.js';
-import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
-import { injectTraceContext, type TraceContext } from '../telemetry/trace-context.js';
-import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
-import type { CallBudget } from './budget.js';
 import {
   type CachePolicy,
   type FreshnessHeaders,
   NO_STORE,
   parseCachePolicy,
-} from './cache-policy.js';
+} from '../cache/policy.js';
+import type { Config } from '../config.js';
+import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
+import { injectTraceContext, type TraceContext } from '../telemetry/trace-context.js';
+import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
+import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
 import type { Endpoint } from './endpoints.js';
 import {
@@ -68,7 +68,7 @@ export interface CompletedCall {
   callers: number;
   /** What each of those callers was, when the request asked to see its upstream calls. */
   fields?: readonly string[] | undefined;
-  /** Another request's call this request joined (src/upstream/in-flight.ts), under its request id. */
+  /** Another request's call this request joined (src/cache/join.ts), under its request id. */
   joined?: boolean | undefined;
   /**
    * Of a read that succeeded: how long its answer may be kept (the upstream's Cache-Control or
@@ -108,7 +108,7 @@ export interface CallContext {
 /**
  * What the client sends alike on every call of a route, so an answer may vary on it: with the
  * credential and the forwarded headers, what a cache key holds (a `Vary` naming anything else
- * keeps nothing; src/upstream/cache-policy.ts).
+ * keeps nothing; src/cache/policy.ts).
  */
 const SAME_FOR_EVERY_CALL = new Set(['accept', 'accept-encoding', 'content-type']);
 

@@ -1,11 +1,11 @@
 import DataLoader from 'dataloader';
+import type { InFlight } from '../cache/join.js';
+import { readsPolicy } from '../cache/policy.js';
+import type { CachedRange, RangeCache } from '../cache/ranges.js';
 import { UpstreamBudgetError } from '../errors.js';
 import type { CallBudget } from './budget.js';
-import { readsPolicy } from './cache-policy.js';
 import type { CallContext, CompletedCall } from './client.js';
 import { listRepositories, type PageQuery } from './endpoints.js';
-import type { InFlight } from './in-flight.js';
-import type { CachedRange, RangeCache } from './range-cache.js';
 import type { Repository, RepositoryList } from './repository-list.js';
 
 /** One page as a resolver asks for it; undefined means "not sent, the upstream's default". */
@@ -26,7 +26,7 @@ export interface LoaderOptions {
   maxCoalescedRange: number;
   /** Shared by the requests of one app: what the upstream's short answers taught. */
   pageCap: PageCap;
-  /** Ranges kept per caller (src/upstream/range-cache.ts); none: every range is fetched. */
+  /** Ranges kept per caller (src/cache/ranges.ts); none: every range is fetched. */
   ranges?: RangeCache | undefined;
   /** Told of every range answered from `ranges`, with the fields it served. */
   onCachedRange?: ((hit: CachedRange, fields: readonly string[] | undefined) => void) | undefined;
@@ -55,8 +55,8 @@ const pageKey = (key: PageKey) => `${key.limit ?? ''}:${key.offset ?? ''}`;
 /**
  * Fresh loaders for one GraphQL request: they hold that request's credentials and answers, so
  * they are never shared with another request. Only the calls still in flight are, through
- * `client` (src/upstream/in-flight.ts), and the list ranges kept for their lifetime
- * (`options.ranges`, src/upstream/range-cache.ts), and only with requests whose upstream inputs
+ * `client` (src/cache/join.ts), and the list ranges kept for their lifetime
+ * (`options.ranges`, src/cache/ranges.ts), and only with requests whose upstream inputs
  * are the same.
  */
 export function createLoaders(

@@ -1,8 +1,8 @@
 import { buildSchema, OperationTypeNode, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { operationPolicy, staticHint } from '../../src/cache/hints.js';
+import { NO_STORE, parseCachePolicy, strictest } from '../../src/cache/policy.js';
 import { loadConfig } from '../../src/config.js';
-import { operationPolicy, staticHint } from '../../src/http/cache-hints.js';
-import { NO_STORE, parseCachePolicy, strictest } from '../../src/upstream/cache-policy.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');

@@ -1,8 +1,8 @@
 import { type ExecutionResult, GraphQLError } from 'graphql';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ANSWER_POLICY } from '../../src/http/cache-hints.js';
-import { createMemoryResponseStore } from '../../src/http/response-cache-store.js';
-import { NO_STORE } from '../../src/upstream/cache-policy.js';
+import { ANSWER_POLICY } from '../../src/cache/hints.js';
+import { NO_STORE } from '../../src/cache/policy.js';
+import { createMemoryResponseStore } from '../../src/cache/response-store.js';
 
 const answer = (text: string, maxAge = 30): ExecutionResult =>
   ({ data: { text }, [ANSWER_POLICY]: { maxAge, scope: 'PRIVATE' } }) as ExecutionResult;

@@ -3,8 +3,8 @@ import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { CredentialPolicy } from '../credentials.js';
 import { requestState } from '../request-state.js';
-import { ANSWER_POLICY, type WithPolicy } from './cache-hints.js';
-import type { ResponseStore } from './response-cache-store.js';
+import { ANSWER_POLICY, type WithPolicy } from './hints.js';
+import type { ResponseStore } from './response-store.js';
 
 /**
  * The session an answer is kept for: a hash of exactly what shapes its upstream calls and who may
@@ -43,7 +43,7 @@ export interface ResponseCacheOptions {
  * Answers kept per caller: a repeated query is answered once its parameters are read, without
  * being parsed, validated or executed, and so without any upstream call; the stages before it
  * (CSRF, rate limit, client tokens, body size, trusted documents, APQ) still run for it. Only an
- * answer whose policy allows it (src/http/cache-hints.ts) is kept, for at most its max-age. A
+ * answer whose policy allows it (src/cache/hints.ts) is kept, for at most its max-age. A
  * mutation evicts every answer kept for its caller's session once it has run, failed or not: what
  * it changed upstream is not known from its answer.
  *

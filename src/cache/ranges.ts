@@ -1,8 +1,8 @@
-import type { CachePolicy } from './cache-policy.js';
-import type { CallContext } from './client.js';
-import { listRepositories } from './endpoints.js';
-import { joinKey } from './in-flight.js';
-import type { Repository, RepositoryList } from './repository-list.js';
+import type { CallContext } from '../upstream/client.js';
+import { listRepositories } from '../upstream/endpoints.js';
+import type { Repository, RepositoryList } from '../upstream/repository-list.js';
+import { joinKey } from './join.js';
+import type { CachePolicy } from './policy.js';
 
 // The repository list's fetched ranges, kept per caller for their answers' max-age, so that a
 // cached `offset 0, limit 40` answers `offset 10, limit 20` of a later request with no call.

@@ -1,6 +1,6 @@
 // What an upstream answer says about how long it may be kept (RFC 9111), reduced to the one shape
 // the facade reasons with: a lifetime and whether it belongs to one caller. Shared by the answer's
-// Cache-Control (src/http/use-cache-control.ts), the response cache and any later cache of pages.
+// Cache-Control (src/cache/use-cache-control.ts), the response cache and any later cache of pages.
 
 /** How long an answer may be kept, in whole seconds, and for whom. maxAge 0: not kept at all. */
 export interface CachePolicy {

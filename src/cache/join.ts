@@ -1,6 +1,6 @@
-import type { CallContext, CompletedCall, UpstreamClient } from './client.js';
-import type { Endpoint } from './endpoints.js';
-import { cancelledError } from './responses.js';
+import type { CallContext, CompletedCall, UpstreamClient } from '../upstream/client.js';
+import type { Endpoint } from '../upstream/endpoints.js';
+import { cancelledError } from '../upstream/responses.js';
 
 /** An answer, and whether it came from a call another request had already started. */
 export interface Shared<Out> {

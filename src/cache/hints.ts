@@ -1,5 +1,5 @@
 // The cache policy of one executed operation: the strictest of what its fields declare. A field
-// that reads the upstream has its call's policy (src/upstream/cache-policy.ts); a field may also
+// that reads the upstream has its call's policy (src/cache/policy.ts); a field may also
 // carry a static `@cacheControl(maxAge, scope)` in the schema, the form Apollo Server and Yoga's
 // response cache read. Nothing declared means nothing kept.
 import {
@@ -15,8 +15,8 @@ import {
   visit,
   visitWithTypeInfo,
 } from 'graphql';
-import { type CachePolicy, NO_STORE, readsPolicy, strictest } from '../upstream/cache-policy.js';
 import type { CompletedCall } from '../upstream/client.js';
+import { type CachePolicy, NO_STORE, readsPolicy, strictest } from './policy.js';
 
 /**
  * The policy an answer carries, from its execution to its response (and in the response cache):
@@ -105,7 +105,7 @@ export interface ExecutedOperation {
   hint: CachePolicy | undefined;
   /** Its upstream calls, every attempt. */
   calls: readonly CompletedCall[];
-  /** The lifetimes left of the kept list ranges it read instead of calling (range-cache.ts). */
+  /** The lifetimes left of the kept list ranges it read instead of calling (src/cache/ranges.ts). */
   cached?: ReadonlyArray<{ policy: CachePolicy }> | undefined;
   /** A field read something with no policy of its own (a DNS look-up). */
   readUnhinted: boolean;

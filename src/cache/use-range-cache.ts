@@ -2,7 +2,7 @@ import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
 import { listRepositories } from '../upstream/endpoints.js';
-import type { RangeCache } from '../upstream/range-cache.js';
+import type { RangeCache } from './ranges.js';
 
 /**
  * The range cache's part of the pipeline (the cache itself is the loaders', src/upstream/loaders.ts):

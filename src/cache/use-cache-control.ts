@@ -1,10 +1,10 @@
 import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
+import { addVary } from '../http/headers.js';
 import { requestState } from '../request-state.js';
-import { type CachePolicy, NO_STORE, strictest } from '../upstream/cache-policy.js';
-import { ANSWER_POLICY, operationPolicy, staticHint, type WithPolicy } from './cache-hints.js';
-import { addVary } from './headers.js';
+import { ANSWER_POLICY, operationPolicy, staticHint, type WithPolicy } from './hints.js';
+import { type CachePolicy, NO_STORE, strictest } from './policy.js';
 
 export interface CacheControlOptions {
   /**
@@ -35,7 +35,7 @@ function answerPolicy(result: unknown): CachePolicy {
 /**
  * The answer's `Cache-Control`, which browsers, CDNs and the routers of a supergraph (Apollo
  * Router, Cosmo, Hive Gateway) read from a subgraph's answer: the strictest policy of its fields
- * (src/http/cache-hints.ts); `private` whenever it depends on the caller; `private, no-store` for
+ * (src/cache/hints.ts); `private` whenever it depends on the caller; `private, no-store` for
  * mutations, errors, partial answers, streams, fields without a policy, and every answer that is
  * not GraphQL's (whatever its path: Yoga also serves GraphQL on `/graphql/`). Set on GET and POST
  * alike: HTTP caches keep only GETs, but routers read the header on POSTs. The one exception is an
