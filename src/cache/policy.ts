@@ -4,8 +4,29 @@
 
 /** How long an answer may be kept, in whole seconds, and for whom. maxAge 0: not kept at all. */
 export interface CachePolicy {
+  /** What the facade and other shared caches may keep it: `s-maxage`, else `max-age`. */
   readonly maxAge: number;
+  /**
+   * What browsers and other private caches may keep it, when the upstream's `s-maxage` made it
+   * differ from `maxAge` (RFC 9111 §5.2.2.10: `s-maxage` is for shared caches only).
+   */
+  readonly privateMaxAge?: number | undefined;
   readonly scope: 'PUBLIC' | 'PRIVATE';
+}
+
+/** The lifetime a browser may keep an answer of this policy. */
+export const privateMaxAge = (policy: CachePolicy) => policy.privateMaxAge ?? policy.maxAge;
+
+/**
+ * A kept policy `elapsedMs` after it was kept: its lifetimes less the time kept (whole seconds,
+ * the private one never below 0).
+ */
+export function aged(policy: CachePolicy, elapsedMs: number): CachePolicy {
+  const elapsed = Math.max(0, elapsedMs) / 1000;
+  const maxAge = Math.floor(policy.maxAge - elapsed);
+  if (policy.privateMaxAge === undefined) return { maxAge, scope: policy.scope };
+  const left = Math.max(0, Math.floor(policy.privateMaxAge - elapsed));
+  return { maxAge, privateMaxAge: left, scope: policy.scope };
 }
 
 /** Kept by no one: what a field with no policy, an error or a mutation makes the answer. */
@@ -52,8 +73,9 @@ const seconds = (value: string | undefined): number | undefined =>
  * the credential and the forwarded headers; `*` included) keep nothing: an answer that varies on
  * the request id or the trace context would be served to callers it was not made for. A header
  * the upstream was not sent is the same (absent) for every caller.
- * The facade is a shared cache to the upstream, so `s-maxage` comes before `max-age`, and both before `Expires` (taken against the answer's `Date`);
- * an `Expires` that is not a date has already passed (§5.3). `Age` is what the answer has already
+ * The facade is a shared cache to the upstream: it keeps an answer for `s-maxage` when given,
+ * and says `max-age` (or `Expires`, taken against the answer's `Date`; one that is not a date has
+ * already passed, §5.3) to browsers. `Age` is what the answer has already
  * lived in caches before it. `private` keeps its lifetime: the facade's cache is keyed by the
  * credential the answer was made for; `private` with no lifetime keeps nothing.
  */
@@ -71,16 +93,24 @@ export function parseCachePolicy(
   const found = cacheControl ? directives(cacheControl) : new Map<string, string>();
   if (found.has('no-store') || found.has('no-cache')) return NO_STORE;
   const scope = found.has('private') ? 'PRIVATE' : 'PUBLIC';
-  let lifetime = seconds(found.get('s-maxage')) ?? seconds(found.get('max-age'));
+  const shared = seconds(found.get('s-maxage'));
+  let lifetime = seconds(found.get('max-age'));
   if (lifetime === undefined && expires !== undefined) {
     const at = Date.parse(expires);
     const date = Date.parse(join(headers.date) ?? '');
     const base = Number.isNaN(date) ? now : date;
     lifetime = Number.isNaN(at) ? 0 : Math.max(0, Math.floor((at - base) / 1000));
   }
-  if (lifetime === undefined) return found.has('private') ? NO_STORE : undefined;
+  if (lifetime === undefined && shared === undefined)
+    return found.has('private') ? NO_STORE : undefined;
   const age = seconds(join(headers.age)) ?? 0;
-  return { maxAge: Math.max(0, lifetime - age), scope };
+  const left = (value: number) => Math.max(0, value - age);
+  // A browser gets no lifetime the upstream did not give it: none when it said s-maxage alone.
+  // A private answer is kept per caller, as a browser would keep it: s-maxage says nothing of it.
+  if (scope === 'PRIVATE' && lifetime === undefined) return NO_STORE;
+  if (scope === 'PRIVATE' || shared === undefined || shared === lifetime)
+    return { maxAge: left(lifetime ?? 0), scope };
+  return { maxAge: left(shared), privateMaxAge: left(lifetime ?? 0), scope };
 }
 
 /**
@@ -105,8 +135,8 @@ export function readsPolicy(
 export function strictest(a: CachePolicy, b: CachePolicy): CachePolicy {
   if (a.maxAge === 0) return NO_STORE;
   if (b.maxAge === 0) return NO_STORE;
-  return {
-    maxAge: Math.min(a.maxAge, b.maxAge),
-    scope: a.scope === 'PRIVATE' || b.scope === 'PRIVATE' ? 'PRIVATE' : 'PUBLIC',
-  };
+  const maxAge = Math.min(a.maxAge, b.maxAge);
+  const scope = a.scope === 'PRIVATE' || b.scope === 'PRIVATE' ? 'PRIVATE' : 'PUBLIC';
+  if (a.privateMaxAge === undefined && b.privateMaxAge === undefined) return { maxAge, scope };
+  return { maxAge, privateMaxAge: Math.min(privateMaxAge(a), privateMaxAge(b)), scope };
 }

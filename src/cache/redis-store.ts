@@ -133,17 +133,18 @@ export function createRedisResponseStore(
   return {
     kind: 'redis',
     empty: false,
-    async set(key, data, entities, ttl) {
-      const kept = keeping(data, ttl);
-      if (!kept) return;
+    async set(key, data, since) {
+      const policy = keeping(data);
+      if (!policy) return;
+      const ms = policy.maxAge * 1000;
       try {
-        const value = `${kept.policy.scope}\n${JSON.stringify(data)}`;
+        const value = `${policy.scope}\n${JSON.stringify(data)}`;
         await commands.facadeResponseSet(
           ...BOUND_KEYS,
           PREFIX + key,
           SESSION_PREFIX + sessionOf(key),
           value,
-          kept.ms,
+          ms,
           Date.now(),
           options.redisBytes,
           ENTRY_OVERHEAD_BYTES,
@@ -152,7 +153,7 @@ export function createRedisResponseStore(
         recovered();
       } catch (error) {
         warn(error);
-        memory.set(key, data, entities, ttl);
+        memory.set(key, data, since);
       }
     },
     async get(key) {
@@ -167,13 +168,12 @@ export function createRedisResponseStore(
         if (scope !== 'PUBLIC' && scope !== 'PRIVATE') return null;
         const text = value.slice(newline + 1);
         const { data, extensions } = JSON.parse(text) as ExecutionResult;
-        return served(text, extensions, scope, Number(msLeft), data);
+        return served(text, extensions, { maxAge: Number(msLeft) / 1000, scope }, 0, data);
       } catch (error) {
         warn(error);
         return memory.get(key);
       }
     },
-    invalidate() {},
     async evictSession(session) {
       memory.evictSession(session);
       try {

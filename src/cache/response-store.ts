@@ -1,31 +1,34 @@
-// Where the response cache keeps answers: the Cache interface of @envelop/response-cache, bounded
-// in bytes in memory, or in Redis on the process's one connection. Every key is
+// Where the response cache keeps answers: bounded in bytes in memory, or in Redis on the
+// process's one connection (src/cache/redis-store.ts). Every key is
 // `<session>:<operation>`, the session a hash of what shapes the answer's upstream calls
 // (src/cache/use-response-cache.ts), so that a mutation can evict its caller's answers.
-import type { Cache } from '@graphql-yoga/plugin-response-cache';
 import type { ExecutionResult } from 'graphql';
 import { ANSWER_POLICY, type WithPolicy } from './hints.js';
-import type { CachePolicy } from './policy.js';
+import { aged, type CachePolicy } from './policy.js';
 
-export interface ResponseStore extends Cache {
+export interface ResponseStore {
   readonly kind: 'memory' | 'redis';
   /** Holds nothing for sure (then a lookup is skipped, and with it hashing the key). */
   readonly empty: boolean;
+  /** The answer kept under `key` with the lifetime it has left, or null; never rejects. */
+  get(key: string): ExecutionResult | null | Promise<ExecutionResult | null>;
+  /**
+   * Keeps `result` for what its policy allows, unless its session was evicted at or after `since`
+   * (ms, when its execution began): a read in flight across its caller's mutation is not kept.
+   * Never rejects.
+   */
+  set(key: string, result: ExecutionResult, since: number): void | Promise<void>;
   /** Forgets every answer kept for `session`; never rejects. */
   evictSession(session: string): void | Promise<void>;
 }
 
 export const sessionOf = (key: string) => key.slice(0, key.indexOf(':'));
 
-/** The policy an answer was kept with, and how long it is kept: the shorter of it and the plugin's. */
-export function keeping(
-  data: ExecutionResult,
-  ttl: number,
-): { policy: CachePolicy; ms: number } | undefined {
+/** The policy an answer is kept with, if it may be kept at all. */
+export function keeping(data: ExecutionResult): CachePolicy | undefined {
   const policy = (data as WithPolicy)[ANSWER_POLICY];
-  if (!policy || policy.maxAge <= 0 || data.errors?.length) return undefined;
-  const ms = Math.min(ttl, policy.maxAge * 1000);
-  return ms >= 1000 ? { policy, ms } : undefined;
+  if (!policy || policy.maxAge < 1 || data.errors?.length) return undefined;
+  return policy;
 }
 
 /**
@@ -58,24 +61,27 @@ class KeptAnswer implements ExecutionResult {
   }
 }
 
-/** What a kept answer is served as, with the lifetime it has left (whole seconds), if any. */
+/**
+ * What a kept answer is served as `elapsedMs` after it was kept, with the lifetimes it has left
+ * (whole seconds); null once less than a second is left.
+ */
 export function served(
   text: string,
   extensions: ExecutionResult['extensions'],
-  scope: CachePolicy['scope'],
-  msLeft: number,
+  policy: CachePolicy,
+  elapsedMs: number,
   data?: ExecutionResult['data'],
 ): ExecutionResult | null {
-  const maxAge = Math.floor(msLeft / 1000);
-  return maxAge < 1 ? null : new KeptAnswer(text, extensions, { maxAge, scope }, data);
+  const left = aged(policy, elapsedMs);
+  return left.maxAge < 1 ? null : new KeptAnswer(text, extensions, left, data);
 }
 
 interface Entry {
   text: string;
   /** A copy of the answer's extensions, which Yoga reads on every answer it writes. */
   extensions: ExecutionResult['extensions'];
-  scope: CachePolicy['scope'];
-  expiresAt: number;
+  policy: CachePolicy;
+  keptAt: number;
   bytes: number;
 }
 
@@ -107,9 +113,9 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
     get empty() {
       return entries.size === 0;
     },
-    set(key, data, _entities, ttl) {
-      const kept = keeping(data, ttl);
-      if (!kept) return;
+    set(key, data, _since) {
+      const policy = keeping(data);
+      if (!policy) return;
       const json = JSON.stringify(data);
       const bytes = key.length + json.length;
       drop(key);
@@ -119,8 +125,8 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
         extensions:
           data.extensions &&
           (JSON.parse(JSON.stringify(data.extensions)) as typeof data.extensions),
-        scope: kept.policy.scope,
-        expiresAt: Date.now() + kept.ms,
+        policy,
+        keptAt: Date.now(),
         bytes,
       });
       size += bytes;
@@ -139,12 +145,7 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
     get(key) {
       const entry = entries.get(key);
       if (!entry) return null;
-      const answer = served(
-        entry.text,
-        entry.extensions,
-        entry.scope,
-        entry.expiresAt - Date.now(),
-      );
+      const answer = served(entry.text, entry.extensions, entry.policy, Date.now() - entry.keptAt);
       if (!answer) {
         drop(key);
         return null;
@@ -153,7 +154,6 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
       entries.set(key, entry);
       return answer;
     },
-    invalidate() {},
     evictSession(session) {
       for (const key of sessions.get(session) ?? []) drop(key);
     },

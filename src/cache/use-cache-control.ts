@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import { addVary } from '../http/headers.js';
 import { requestState } from '../request-state.js';
 import { ANSWER_POLICY, operationPolicy, staticHint, type WithPolicy } from './hints.js';
-import { type CachePolicy, NO_STORE, strictest } from './policy.js';
+import { type CachePolicy, NO_STORE, privateMaxAge, strictest } from './policy.js';
 
 export interface CacheControlOptions {
   /**
@@ -81,8 +81,14 @@ export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptio
         response.headers.set('cache-control', 'private, no-store');
         return;
       }
-      const scope = perCaller || policy.scope === 'PRIVATE' ? 'private' : 'public';
-      response.headers.set('cache-control', `${scope}, max-age=${policy.maxAge}`);
+      // Browsers get the upstream's max-age; shared caches (a CDN, a router) its s-maxage too.
+      const browsers = privateMaxAge(policy);
+      if (perCaller || policy.scope === 'PRIVATE') {
+        response.headers.set('cache-control', `private, max-age=${browsers}`);
+      } else {
+        const shared = browsers === policy.maxAge ? '' : `, s-maxage=${policy.maxAge}`;
+        response.headers.set('cache-control', `public, max-age=${browsers}${shared}`);
+      }
     },
   };
 }

@@ -90,6 +90,7 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
           onExecuteDone: () => store.evictSession(session(request)),
         };
       }
+      const since = Date.now();
       return {
         // After the cacheControl stage's hook, which gives the result its policy; the store keeps
         // only what that policy allows. Not async: an answer that is not kept, nearly every one
@@ -97,12 +98,7 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
         onExecuteDone: ({ result }) => {
           if (isAsyncIterable(result) || result.errors?.length) return;
           if (!((result as WithPolicy)[ANSWER_POLICY]?.maxAge ?? 0)) return;
-          return store.set(
-            cacheKey(session(request), params),
-            result,
-            [],
-            Number.POSITIVE_INFINITY,
-          );
+          return store.set(cacheKey(session(request), params), result, since);
         },
       };
     },

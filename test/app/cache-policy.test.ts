@@ -12,7 +12,14 @@ describe('parseCachePolicy', () => {
     ['max-age=30', { maxAge: 30, scope: 'PUBLIC' }],
     ['public, max-age=30', { maxAge: 30, scope: 'PUBLIC' }],
     ['private, max-age=30', { maxAge: 30, scope: 'PRIVATE' }],
-    ['max-age=30, s-maxage=5', { maxAge: 5, scope: 'PUBLIC' }],
+    // s-maxage is the facade's own lifetime (a shared cache); browsers keep max-age.
+    ['max-age=30, s-maxage=5', { maxAge: 5, privateMaxAge: 30, scope: 'PUBLIC' }],
+    ['max-age=0, s-maxage=600', { maxAge: 600, privateMaxAge: 0, scope: 'PUBLIC' }],
+    ['s-maxage=600', { maxAge: 600, privateMaxAge: 0, scope: 'PUBLIC' }],
+    ['max-age=60, s-maxage=60', { maxAge: 60, scope: 'PUBLIC' }],
+    // Kept per caller, as a browser keeps it: s-maxage says nothing of a private answer.
+    ['private, max-age=30, s-maxage=600', { maxAge: 30, scope: 'PRIVATE' }],
+    ['private, s-maxage=600', NO_STORE],
     ['MAX-AGE="30"', { maxAge: 30, scope: 'PUBLIC' }],
     ['max-age=10, max-age=99', { maxAge: 10, scope: 'PUBLIC' }],
     ['no-store, max-age=30', NO_STORE],

@@ -101,7 +101,7 @@ describe('response cache in Redis', () => {
       await redis.flushdb();
       const store = createRedisResponseStore(redis, { redisBytes: 1024 * 1024, memoryBytes: 0 });
       const answer = { data: { n: 1 }, [ANSWER_POLICY]: { maxAge: 60, scope: 'PRIVATE' } };
-      await store.set('session:kept', answer as ExecutionResult, [], 60_000);
+      await store.set('session:kept', answer as ExecutionResult, 0);
       const kept = (await store.get('session:kept')) as ExecutionResult & { stringify(): string };
       expect(kept.data).toEqual({ n: 1 });
       expect(kept.stringify()).toBe('{"data":{"n":1}}');
