@@ -6,6 +6,24 @@ const tooLarge = (limit: number) =>
     http: { status: 413 },
   });
 
+/** Deeper than any input the schema declares; recursive code past it would run out of stack. */
+export const MAX_VALUE_DEPTH = 64;
+
+/** The first top-level entry of `record` nested deeper than MAX_VALUE_DEPTH, walked without recursion. */
+function tooDeep(record: unknown): string | undefined {
+  if (typeof record !== 'object' || record === null) return undefined;
+  for (const [name, value] of Object.entries(record)) {
+    const stack: Array<[unknown, number]> = [[value, 1]];
+    while (stack.length > 0) {
+      const [next, depth] = stack.pop() as [unknown, number];
+      if (typeof next !== 'object' || next === null) continue;
+      if (depth > MAX_VALUE_DEPTH) return name;
+      for (const child of Object.values(next)) stack.push([child, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
 /**
  * The request body cap. Yoga's own (`maxRequestBodySize`) pipes every body through a
  * TransformStream, a cost on every request (docs/performance.md). A body with a valid
@@ -14,6 +32,18 @@ const tooLarge = (limit: number) =>
  */
 export function useBodySizeLimit(limit: number): Plugin {
   return {
+    // Before anything hashes, logs or coerces them: the response cache's key is their JSON.
+    onParams({ params }) {
+      for (const part of ['variables', 'extensions'] as const) {
+        const name = tooDeep(params[part]);
+        if (name === undefined) continue;
+        throw new FacadeError(
+          'BAD_USER_INPUT',
+          `${part}.${name} is nested deeper than ${MAX_VALUE_DEPTH} levels`,
+          { http: { status: 400 } },
+        );
+      }
+    },
     onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
       const length = request.headers.get('content-length');
       if (length !== null) {

@@ -177,6 +177,34 @@ describe('limits', () => {
     }
   });
 
+  it('refuses variables or extensions nested past 64 levels with BAD_USER_INPUT, before any call', async () => {
+    const app = h.createApp({ config: { limits: { maxBodyBytes: 2 * 1024 * 1024 } } });
+    const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const send = async (part: string, depth: number) => {
+      const response = await app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: `{"query":"{ repositories(limit: 2) { total } }","${part}":{"a":${nested(depth)}}}`,
+      });
+      const body = (await response.json()) as {
+        errors?: Array<{ message: string; extensions: { code: string } }>;
+      };
+      return { status: response.status, errors: body.errors };
+    };
+    // Deep enough to break any recursive JSON.stringify (the response cache's key).
+    for (const part of ['variables', 'extensions']) {
+      const refused = await send(part, 500_000);
+      expect(refused.status).toBe(400);
+      expect(refused.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+      expect(refused.errors?.[0]?.message).toBe(`${part}.a is nested deeper than 64 levels`);
+      expect((await send(part, 65)).status).toBe(400);
+    }
+    expect(upstreamRequests(h.sandbox)).toHaveLength(0);
+    const allowed = await send('variables', 64);
+    expect(allowed.status).toBe(200);
+    expect(allowed.errors).toBeUndefined();
+  });
+
   it('refuses batched requests unless BATCHING_LIMIT allows them', async () => {
     const batch = (app: Harness['app'], n: number) =>
       app.fetch('http://facade.test/graphql', {
