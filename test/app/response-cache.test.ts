@@ -8,6 +8,33 @@ const REPO_ROUTE = 'GET /git/v1/repo';
 const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('response cache', () => {
+  describe('with the upstream sending max-age=0, s-maxage=600', () => {
+    const h = useHarness({ sandbox: { repositoryCacheControl: 'max-age=0, s-maxage=600' } });
+
+    it('keeps the answer for s-maxage but gives browsers only max-age', async () => {
+      const app = h.createApp();
+      const first = await postGraphQL(app, LIST, undefined, as('alice'));
+      expect(first.headers.get('cache-control')).toBe('private, max-age=0');
+      const second = await postGraphQL(app, LIST, undefined, as('alice'));
+      expect(second.data).toEqual(first.data);
+      expect(second.headers.get('cache-control')).toBe('private, max-age=0');
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+    });
+
+    it('says s-maxage to shared caches beside the browsers max-age in service-key mode', async () => {
+      const app = h.createApp({
+        config: { upstream: { apiKey: 'service-key' }, allowAnonymousServiceKey: true },
+      });
+      const first = await postGraphQL(app, LIST);
+      expect(first.headers.get('cache-control')).toBe('public, max-age=0, s-maxage=600');
+      const second = await postGraphQL(app, LIST);
+      expect(second.headers.get('cache-control')).toMatch(
+        /^public, max-age=0, s-maxage=(599|600)$/,
+      );
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+    });
+  });
+
   describe('with the upstream sending max-age=30 on the repository list', () => {
     const h = useHarness({ sandbox: { repositoryCacheControl: 'max-age=30' } });
 
