@@ -12,7 +12,21 @@ export interface CachePolicy {
    */
   readonly privateMaxAge?: number | undefined;
   readonly scope: 'PUBLIC' | 'PRIVATE';
+  /** RFC 5861: past `maxAge`, how long a kept answer still answers while one call refreshes it. */
+  readonly staleWhileRevalidate?: number | undefined;
+  /** RFC 5861: past `maxAge`, how long a kept answer answers a read whose call failed. */
+  readonly staleIfError?: number | undefined;
 }
+
+/** The operator's stale windows for a route, used where the upstream's answer names none. */
+export interface StaleDefaults {
+  staleWhileRevalidate?: number | undefined;
+  staleIfError?: number | undefined;
+}
+
+/** How long past its max-age anything kept under `policy` may still serve. */
+export const staleWindow = (policy: CachePolicy) =>
+  Math.max(policy.staleWhileRevalidate ?? 0, policy.staleIfError ?? 0);
 
 /** The lifetime a browser may keep an answer of this policy. */
 export const privateMaxAge = (policy: CachePolicy) => policy.privateMaxAge ?? policy.maxAge;
@@ -108,9 +122,14 @@ export function parseCachePolicy(
   // A browser gets no lifetime the upstream did not give it: none when it said s-maxage alone.
   // A private answer is kept per caller, as a browser would keep it: s-maxage says nothing of it.
   if (scope === 'PRIVATE' && lifetime === undefined) return NO_STORE;
-  if (scope === 'PRIVATE' || shared === undefined || shared === lifetime)
-    return { maxAge: left(lifetime ?? 0), scope };
-  return { maxAge: left(shared), privateMaxAge: left(lifetime ?? 0), scope };
+  const policy: CachePolicy =
+    scope === 'PRIVATE' || shared === undefined || shared === lifetime
+      ? { maxAge: left(lifetime ?? 0), scope }
+      : { maxAge: left(shared), privateMaxAge: left(lifetime ?? 0), scope };
+  return withStale(policy, {
+    staleWhileRevalidate: seconds(found.get('stale-while-revalidate')),
+    staleIfError: seconds(found.get('stale-if-error')),
+  });
 }
 
 /**
@@ -131,12 +150,39 @@ export function readsPolicy(
   return { policy, unpoliced };
 }
 
+/**
+ * `policy` with the stale windows of `stale` it does not name itself (the upstream's own win);
+ * none on a policy that keeps nothing.
+ */
+export function withStale(policy: CachePolicy, stale: StaleDefaults | undefined): CachePolicy {
+  if (policy === NO_STORE || !stale) return policy;
+  const staleWhileRevalidate = policy.staleWhileRevalidate ?? stale.staleWhileRevalidate;
+  const staleIfError = policy.staleIfError ?? stale.staleIfError;
+  return {
+    ...policy,
+    ...(staleWhileRevalidate ? { staleWhileRevalidate } : {}),
+    ...(staleIfError ? { staleIfError } : {}),
+  };
+}
+
 /** The stricter of two policies: the shorter lifetime, private if either is. */
 export function strictest(a: CachePolicy, b: CachePolicy): CachePolicy {
   if (a.maxAge === 0) return NO_STORE;
   if (b.maxAge === 0) return NO_STORE;
   const maxAge = Math.min(a.maxAge, b.maxAge);
   const scope = a.scope === 'PRIVATE' || b.scope === 'PRIVATE' ? 'PRIVATE' : 'PUBLIC';
-  if (a.privateMaxAge === undefined && b.privateMaxAge === undefined) return { maxAge, scope };
-  return { maxAge, privateMaxAge: Math.min(privateMaxAge(a), privateMaxAge(b)), scope };
+  // A window one part lacks is a window the whole lacks.
+  const least = (x: number | undefined, y: number | undefined) =>
+    x && y ? { value: Math.min(x, y) } : undefined;
+  const swr = least(a.staleWhileRevalidate, b.staleWhileRevalidate);
+  const sie = least(a.staleIfError, b.staleIfError);
+  return {
+    maxAge,
+    ...(a.privateMaxAge === undefined && b.privateMaxAge === undefined
+      ? {}
+      : { privateMaxAge: Math.min(privateMaxAge(a), privateMaxAge(b)) }),
+    scope,
+    ...(swr ? { staleWhileRevalidate: swr.value } : {}),
+    ...(sie ? { staleIfError: sie.value } : {}),
+  };
 }

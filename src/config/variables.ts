@@ -123,6 +123,26 @@ export const settingsSchema = z.object({
         accepted: `\`path=seconds\` pairs separated by commas, each path an upstream read: ${CACHEABLE_PATHS.map((path) => `\`${path}\``).join(', ')} (e.g. \`/git/v1/repo=30\`)`,
       },
     ),
+    staleWhileRevalidate: variable(
+      'UPSTREAM_STALE_WHILE_REVALIDATE',
+      routeMaxAges(CACHEABLE_PATHS).default(() => ({})),
+      {
+        section: 'caching',
+        doc: "RFC 5861's `stale-while-revalidate` for each upstream read whose answers name none: past its max-age, a kept range still answers at once for this long while one call in the background refreshes it ([caching](caching.md#stale-answers))",
+        default: "unset: only the upstream's own directive",
+        accepted: '`path=seconds` pairs separated by commas, as `UPSTREAM_CACHE_MAX_AGE`',
+      },
+    ),
+    staleIfError: variable(
+      'UPSTREAM_STALE_IF_ERROR',
+      routeMaxAges(CACHEABLE_PATHS).default(() => ({})),
+      {
+        section: 'caching',
+        doc: "RFC 5861's `stale-if-error` for each upstream read whose answers name none: past its max-age, a kept range answers for this long instead of a timeout, a reset, a 5xx or an open breaker ([caching](caching.md#stale-answers))",
+        default: "unset: only the upstream's own directive",
+        accepted: '`path=seconds` pairs separated by commas, as `UPSTREAM_CACHE_MAX_AGE`',
+      },
+    ),
   }),
   clientTokens: variable('CLIENT_TOKENS', bearerTokens.optional(), {
     section: 'upstream',

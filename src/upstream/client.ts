@@ -13,6 +13,8 @@ import {
   type FreshnessHeaders,
   NO_STORE,
   parseCachePolicy,
+  type StaleDefaults,
+  withStale,
 } from '../cache/policy.js';
 import type { Config } from '../config.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
@@ -140,6 +142,8 @@ export class UpstreamClient {
   readonly #redact: Redact;
   /** UPSTREAM_CACHE_MAX_AGE by route (`GET /git/v1/repo`). */
   readonly #maxAge: ReadonlyMap<string, CachePolicy>;
+  /** UPSTREAM_STALE_WHILE_REVALIDATE and UPSTREAM_STALE_IF_ERROR by route. */
+  readonly #stale = new Map<string, StaleDefaults>();
   #calls = 0;
 
   constructor(options: UpstreamClientOptions) {
@@ -159,6 +163,10 @@ export class UpstreamClient {
         maxAge > 0 ? { maxAge, scope: 'PUBLIC' } : NO_STORE,
       ]),
     );
+    for (const [path, seconds] of Object.entries(options.staleWhileRevalidate ?? {}))
+      this.#stale.set(`GET ${path}`, { staleWhileRevalidate: seconds });
+    for (const [path, seconds] of Object.entries(options.staleIfError ?? {}))
+      this.#stale.set(`GET ${path}`, { ...this.#stale.get(`GET ${path}`), staleIfError: seconds });
     this.#breakers = createRouteBreakers(
       options.breakerThreshold,
       options.breakerCooldownMs,
@@ -290,9 +298,10 @@ export class UpstreamClient {
           SAME_FOR_EVERY_CALL.has(header) ||
           header === 'authorization' ||
           (call.forwarded !== undefined && Object.hasOwn(call.forwarded, header));
-        cachePolicy =
+        const declared =
           parseCachePolicy(response.headers as FreshnessHeaders, Date.now(), keyed) ??
           this.#maxAge.get(request.route);
+        cachePolicy = declared && withStale(declared, this.#stale.get(request.route));
       }
       // A route whose answer is not specified: any 2xx is the answer, whatever it holds.
       if (request.decode === null) return undefined as T;

@@ -1,7 +1,7 @@
 import { buildSchema, OperationTypeNode, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { operationPolicy, staticHint } from '../../src/cache/hints.js';
-import { NO_STORE, parseCachePolicy, strictest } from '../../src/cache/policy.js';
+import { NO_STORE, parseCachePolicy, strictest, withStale } from '../../src/cache/policy.js';
 import { loadConfig } from '../../src/config.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 
@@ -20,6 +20,12 @@ describe('parseCachePolicy', () => {
     // Kept per caller, as a browser keeps it: s-maxage says nothing of a private answer.
     ['private, max-age=30, s-maxage=600', { maxAge: 30, scope: 'PRIVATE' }],
     ['private, s-maxage=600', NO_STORE],
+    // RFC 5861's windows past the max-age.
+    [
+      'max-age=1, stale-while-revalidate=30, stale-if-error=60',
+      { maxAge: 1, scope: 'PUBLIC', staleWhileRevalidate: 30, staleIfError: 60 },
+    ],
+    ['no-store, stale-if-error=60', NO_STORE],
     ['MAX-AGE="30"', { maxAge: 30, scope: 'PUBLIC' }],
     ['max-age=10, max-age=99', { maxAge: 10, scope: 'PUBLIC' }],
     ['no-store, max-age=30', NO_STORE],
@@ -28,6 +34,27 @@ describe('parseCachePolicy', () => {
     ['private', NO_STORE],
   ])('reads Cache-Control: %s', (header, policy) => {
     expect(parseCachePolicy({ 'cache-control': header }, NOW)).toEqual(policy);
+  });
+
+  it("fills the stale windows the upstream does not name from the operator's", () => {
+    expect(
+      withStale(
+        { maxAge: 5, scope: 'PUBLIC', staleIfError: 9 },
+        { staleIfError: 60, staleWhileRevalidate: 30 },
+      ),
+    ).toEqual({
+      maxAge: 5,
+      scope: 'PUBLIC',
+      staleWhileRevalidate: 30,
+      staleIfError: 9,
+    });
+    expect(withStale(NO_STORE, { staleIfError: 60 })).toBe(NO_STORE);
+  });
+
+  it('keeps a stale window only where every part of an answer has one, the shortest', () => {
+    const a = { maxAge: 10, scope: 'PUBLIC' as const, staleWhileRevalidate: 30, staleIfError: 5 };
+    const b = { maxAge: 20, scope: 'PUBLIC' as const, staleWhileRevalidate: 10 };
+    expect(strictest(a, b)).toEqual({ maxAge: 10, scope: 'PUBLIC', staleWhileRevalidate: 10 });
   });
 
   it('declares nothing when the upstream says nothing', () => {
