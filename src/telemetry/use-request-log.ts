@@ -68,6 +68,11 @@ export function useRequestLog({
   trustedOperationNames,
 }: RequestLogOptions): Plugin {
   const probes = new Set(probePaths);
+  // With trusted documents, a name outside the manifest would be a series of the caller's choosing.
+  const trustedName = (name: string | undefined) =>
+    trustedOperationNames && name !== undefined && !trustedOperationNames.has(name)
+      ? UNTRUSTED_NAME
+      : name;
   return {
     onRequest({ request, url }) {
       requestState(request).log = {
@@ -106,13 +111,7 @@ export function useRequestLog({
       const operation = getOperationAST(args.document, args.operationName);
       // Executed, so validated: a document that failed validation never names a series.
       const name = operation?.name?.value ?? args.operationName ?? undefined;
-      state.executed.push({
-        type: operation?.operation,
-        name:
-          trustedOperationNames && name !== undefined && !trustedOperationNames.has(name)
-            ? UNTRUSTED_NAME
-            : name,
-      });
+      state.executed.push({ type: operation?.operation, name: trustedName(name) });
       return {
         // An answer in parts outlives its response's headers: its line waits for the last part,
         // so the duration, upstream calls and error codes are the whole answer's.
@@ -158,7 +157,13 @@ export function useRequestLog({
     // the facade's or the upstream's and must not show up as such.
     const cancelled = request.signal.aborted;
     if (!cancelled) metrics.countErrors(state.codes);
-    for (const { type, name } of state.executed) {
+    // A response-cache hit ran no execution, yet it answered an operation like any other.
+    const hit = requestState(request).responseCache === 'hit';
+    const executed =
+      hit && state.executed.length === 0
+        ? [{ type: 'query', name: trustedName(state.operationName) }]
+        : state.executed;
+    for (const { type, name } of executed) {
       metrics.observeOperation(type, name, seconds);
       metrics.countClientOperation(state.client);
     }
@@ -171,7 +176,8 @@ export function useRequestLog({
       status,
       durationMs: Math.round(seconds * 10_000) / 10,
       operationName: state.operationName,
-      operationType: state.operationType,
+      operationType: state.operationType ?? (hit ? 'query' : undefined),
+      responseCache: hit ? 'hit' : undefined,
       clientName: state.client.name,
       clientVersion: state.client.version,
       upstreamCalls: calls.length,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRateLimiter, type RateLimiter } from '../../src/security/use-rate-limit.js';
+import { createLogger } from '../../src/telemetry/logger.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const LIST = '{ repositories(limit: 20) { total items { id } } }';
@@ -49,6 +50,34 @@ describe('response cache', () => {
       expect(second.data).toEqual(first.data);
       expect(second.headers.get('cache-control')).toMatch(/^private, max-age=(29|30)$/);
       expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+    });
+
+    it('counts a hit in the operation histogram and the request log like any answer', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const logger = createLogger('info', {
+        write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>),
+      });
+      const app = h.createApp({ logger });
+      const named = 'query Repos { repositories(limit: 20) { total items { id } } }';
+      // As Apollo Client and urql send it: a hit is named from the request, never parsed.
+      const send = () =>
+        app.fetch('http://facade.test/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...as('alice') },
+          body: JSON.stringify({ query: named, operationName: 'Repos' }),
+        });
+      await send();
+      await send();
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(1);
+      const metrics = await (await app.fetch('http://facade.test/metrics')).text();
+      expect(metrics).toMatch(
+        /graphql_envelop_request_duration_count\{operationType="query",operationName="Repos"\} 2/,
+      );
+      const requests = lines.filter((line) => line.operationName === 'Repos');
+      expect(requests.map((line) => [line.operationType, line.responseCache])).toEqual([
+        ['query', undefined],
+        ['query', 'hit'],
+      ]);
     });
 
     it("makes its own call for the same query with another token, and gets that token's data", async () => {
