@@ -108,11 +108,13 @@ function warnAboutCredentials(config: Config, logger: Logger): void {
   }
 }
 
-/** Log lines are written asynchronously (off the request path): flush them before exiting. */
+/**
+ * Log lines are written asynchronously (off the request path): flush them before exiting. The
+ * flush is bounded, and a closed or stalled stdout drops the lines rather than hold the process
+ * (src/telemetry/logger.ts).
+ */
 function exitAfterFlush(logger: Logger, code: number): void {
   logger.flush(() => process.exit(code));
-  // A flush that never calls back must not keep a stopping process alive.
-  setTimeout(() => process.exit(code), 1_000).unref();
 }
 
 // Node reads a whole chunk at once however many pipelined requests it holds, and runs each, while

@@ -89,9 +89,59 @@ export function createLogger(
       },
     },
   };
-  // Asynchronous writes keep a write(2) per request line off the request path; main.ts flushes
-  // before the process exits, or the last lines are lost.
-  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
+  return pino(options, destination ?? stdoutDestination());
+}
+
+// How long an exit waits for stdout to take the last lines.
+const FLUSH_LIMIT_MS = 1_000;
+
+/**
+ * stdout, written asynchronously to keep a write(2) per line off the request path; main.ts
+ * flushes before exiting. A stdout that fails (a closed pipe: EPIPE) drops the lines from then on.
+ * No `flushSync`, and a bounded `flush`: pino's destination retries a failed synchronous write
+ * forever, so a synchronous flush at `fatal` or at exit would hang on a closed pipe.
+ */
+function stdoutDestination(): DestinationStream & { flush(done: () => void): void } {
+  const stream = pino.destination({ dest: 1, sync: false });
+  let pending = false;
+  let failed = false;
+  // After the last buffered line is written; never while one is still waiting.
+  stream.on('drain', () => {
+    pending = false;
+  });
+  stream.on('error', () => {
+    failed = true;
+    pending = false;
+    // pino silences its destination after an EPIPE only; any other failure, the same way.
+    stream.destroy();
+  });
+  return {
+    write(line: string) {
+      if (failed) return;
+      pending = true;
+      stream.write(line);
+    },
+    flush(done) {
+      if (!pending) {
+        done();
+        return;
+      }
+      const finish = () => {
+        clearTimeout(timer);
+        stream.off('drain', finish);
+        stream.off('error', finish);
+        done();
+      };
+      // Destroyed, the destination leaves pino's exit hook nothing to write.
+      const timer = setTimeout(() => {
+        failed = true;
+        stream.destroy();
+        finish();
+      }, FLUSH_LIMIT_MS);
+      stream.once('drain', finish);
+      stream.once('error', finish);
+    },
+  };
 }
 
 /** The message of the request log's lines (src/telemetry/use-request-log.ts). */
