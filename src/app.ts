@@ -24,6 +24,7 @@ import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
 import { useReadiness } from './http/use-readiness.js';
+import { useUpstreamHeaders } from './http/use-upstream-headers.js';
 import { schema } from './schema/index.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';
 import { useClientTokens } from './security/use-client-tokens.js';
@@ -197,6 +198,8 @@ export function createPipeline({
       'upstreamCalls',
       useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     ),
+    // The upstream's rate-limit headers, from the calls behind the answer, on the answer.
+    stage('upstreamHeaders', useUpstreamHeaders()),
     // A mutation forgets its caller's kept list ranges; the ranges a query read are shown.
     stage('rangeCache', rangeCache && useRangeCache(rangeCache)),
     // A gateway's `extensions.ftv1`, when it sends `apollo-federation-include-trace: ftv1`: such a
@@ -239,7 +242,11 @@ export function appOptions(
     landingPage: false,
     logging: yogaLogger(logger ?? silentLogger()),
     // A header the facade forwards is one an allowed page may send.
-    cors: corsOptions(config.corsOrigins, [...config.corsAllowedHeaders, ...config.forwardHeaders]),
+    cors: corsOptions(
+      config.corsOrigins,
+      [...config.corsAllowedHeaders, ...config.forwardHeaders],
+      config.upstream.responseHeaders,
+    ),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
     ...(config.persistedDocuments.documents ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
     // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.

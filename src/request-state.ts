@@ -5,6 +5,7 @@ import type { CachePolicy } from './cache/policy.js';
 import type { Context } from './context.js';
 import type { ClientIdentity } from './telemetry/metrics.js';
 import type { CallBudget } from './upstream/budget.js';
+import type { CompletedCall } from './upstream/client.js';
 
 export interface OperationSpans {
   operation: Span;
@@ -39,6 +40,11 @@ export interface RequestState {
   cachePolicy: CachePolicy | undefined;
   /** Whether the response cache answered (a batch: its last operation), when it is on. */
   responseCache: 'hit' | 'miss' | undefined;
+  /**
+   * The upstream calls of each operation executed (a batch has several), whose rate-limit headers
+   * the answer passes back (src/http/use-upstream-headers.ts).
+   */
+  upstreamCalls: Array<readonly CompletedCall[]> | undefined;
 }
 
 export interface RequestLogRecord {
@@ -73,6 +79,7 @@ export function requestState(request: Request): RequestState {
       apqDocuments: undefined,
       cachePolicy: undefined,
       responseCache: undefined,
+      upstreamCalls: undefined,
     };
     carrier[STATE] = state;
   }

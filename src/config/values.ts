@@ -202,17 +202,58 @@ function notForwarded(name: string): string | undefined {
   return Object.hasOwn(NOT_FORWARDED, name) ? NOT_FORWARDED[name] : undefined;
 }
 
-/** Header names, lower-cased, without duplicates. */
-export const forwardHeaders = headerNames.transform((names, ctx) => {
-  const lower = [...new Set(names.map((name) => name.toLowerCase()))];
-  for (const name of lower) {
-    const why = notForwarded(name);
-    if (why === undefined) continue;
-    ctx.addIssue({ code: 'custom', message: `must not name ${name} (${why})` });
-    return z.NEVER;
-  }
-  return lower;
-});
+/** Header names, lower-cased, each once; one that `refused` gives a reason for stops start-up. */
+const headerNamesExcept = (refused: (name: string) => string | undefined) =>
+  headerNames.transform((names, ctx) => {
+    const lower = [...new Set(names.map((name) => name.toLowerCase()))];
+    for (const name of lower) {
+      const why = refused(name);
+      if (why === undefined) continue;
+      ctx.addIssue({ code: 'custom', message: `must not name ${name} (${why})` });
+      return z.NEVER;
+    }
+    return lower;
+  });
+
+export const forwardHeaders = headerNamesExcept(notForwarded);
+
+// Headers UPSTREAM_RESPONSE_HEADERS may never name, and why: what would set state in the caller's
+// browser, what describes the upstream's own connection or body, and what the facade decides for
+// its answer (caching, CORS, its own headers).
+const NOT_PASSED_BACK: Record<string, string> = {
+  'set-cookie': "a cookie of the upstream's, never the caller's",
+  connection: 'a hop-by-hop header',
+  'keep-alive': 'a hop-by-hop header',
+  te: 'a hop-by-hop header',
+  trailer: 'a hop-by-hop header',
+  'transfer-encoding': 'a hop-by-hop header',
+  upgrade: 'a hop-by-hop header',
+  'alt-svc': "describes the upstream's own connections",
+  'cache-control': "the answer's caching, which the facade decides",
+  expires: "the answer's caching, which the facade decides",
+  age: "the answer's caching, which the facade decides",
+  vary: "the answer's caching, which the facade decides",
+  etag: "the answer's caching, which the facade decides",
+  'last-modified': "the answer's caching, which the facade decides",
+  pragma: "the answer's caching, which the facade decides",
+  date: "set by the facade's HTTP server",
+  server: "set by the facade's HTTP server",
+  location: "the upstream's own addresses",
+  'www-authenticate': "the upstream's challenge, not the facade's",
+  'strict-transport-security': "the facade's deployment decides it",
+  'x-request-id': "the facade's own header",
+};
+
+/** Why UPSTREAM_RESPONSE_HEADERS may not name this header, or undefined when it may. */
+function notPassedBack(name: string): string | undefined {
+  if (name.startsWith('proxy-')) return 'a hop-by-hop header';
+  if (name.startsWith('content-')) return "describes the upstream's own body";
+  if (name.startsWith('access-control-')) return 'CORS, which the facade decides';
+  if (name.startsWith('x-facade-')) return "the facade's own header";
+  return Object.hasOwn(NOT_PASSED_BACK, name) ? NOT_PASSED_BACK[name] : undefined;
+}
+
+export const passedBackHeaders = headerNamesExcept(notPassedBack);
 
 export const otlpUrl = z
   .string()

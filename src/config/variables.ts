@@ -2,6 +2,7 @@
 // values that follow from several variables are computed from these in src/config.ts.
 import { z } from 'zod';
 import { CACHEABLE_PATHS } from '../upstream/endpoints.js';
+import { UPSTREAM_LIMIT_HEADERS } from '../upstream/response-headers.js';
 import {
   bearerTokens,
   bool,
@@ -15,6 +16,7 @@ import {
   origins,
   otlpProtocol,
   otlpUrl,
+  passedBackHeaders,
   propagators,
   redisUrl,
   routeMaxAges,
@@ -121,6 +123,17 @@ export const settingsSchema = z.object({
         doc: "how long each upstream read's answers may be kept when the upstream sends no `Cache-Control` or `Expires` of its own (which always win); `0` keeps nothing ([caching](caching.md))",
         default: 'unset: a read without its own headers has no policy, and is never kept',
         accepted: `\`path=seconds\` pairs separated by commas, each path an upstream read: ${CACHEABLE_PATHS.map((path) => `\`${path}\``).join(', ')} (e.g. \`/git/v1/repo=30\`)`,
+      },
+    ),
+    responseHeaders: variable(
+      'UPSTREAM_RESPONSE_HEADERS',
+      passedBackHeaders.default(() => []),
+      {
+        section: 'upstream',
+        doc: `the upstream's response headers passed back to the caller besides the built-in ${UPSTREAM_LIMIT_HEADERS.map((name) => `\`${name}\``).join(', ')}; an answer that took several calls gets the strictest value of each, and pages in \`CORS_ORIGINS\` may read them ([upstream](upstream.md#passed-back-to-the-caller))`,
+        default: 'unset: the built-in names only',
+        accepted:
+          "a list of header names, matched case-insensitively and exactly (no prefixes); never `set-cookie`, a hop-by-hop header (`connection`, `keep-alive`, `te`, `trailer`, `transfer-encoding`, `upgrade`, `proxy-*`), `alt-svc`, `content-*`, the answer's caching (`cache-control`, `expires`, `age`, `vary`, `etag`, `last-modified`, `pragma`), CORS (`access-control-*`), `date`, `server`, `location`, `www-authenticate`, `strict-transport-security`, or the facade's own headers (`x-request-id`, `x-facade-*`): naming one stops start-up with `UPSTREAM_RESPONSE_HEADERS: must not name <header> (<why>)`",
       },
     ),
     staleWhileRevalidate: variable(

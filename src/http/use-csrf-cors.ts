@@ -1,5 +1,6 @@
 import type { Plugin, YogaServerOptions } from 'graphql-yoga';
 import { FacadeError } from '../errors.js';
+import { passedBackNames } from '../upstream/response-headers.js';
 
 /**
  * Any of these headers marks a request as sent by code that could set headers, which a plain
@@ -137,6 +138,13 @@ export const CORS_HEADERS = [
   'apollographql-client-version',
 ];
 
+/**
+ * What those pages may read of an answer besides the CORS-safelisted headers: the request id, the
+ * facade's own rate limit (`Retry-After`, `RateLimit`, `RateLimit-Policy`), and the upstream's
+ * headers passed back (src/upstream/response-headers.ts).
+ */
+const EXPOSED_HEADERS = ['x-request-id', 'retry-after', 'ratelimit', 'ratelimit-policy'];
+
 type CorsOption = YogaServerOptions<Record<string, unknown>, Record<string, unknown>>['cors'];
 
 /**
@@ -150,10 +158,13 @@ export function corsOptions(
   origins: readonly string[] | undefined,
   /** CORS_ALLOWED_HEADERS: allowed on top of the built-in set. */
   extraHeaders: readonly string[] = [],
+  /** UPSTREAM_RESPONSE_HEADERS: exposed with the upstream's built-in ones. */
+  passedBack: readonly string[] = [],
 ): CorsOption {
   if (!origins?.length) return false;
   const isAllowed = createOriginMatcher(origins);
   const allowedHeaders = [...new Set([...CORS_HEADERS, ...CSRF_HEADERS, ...extraHeaders])];
+  const exposedHeaders = [...new Set([...EXPOSED_HEADERS, ...passedBackNames(passedBack)])];
   return (request: Request) => {
     const origin = request.headers.get('origin');
     if (!origin || !isAllowed(origin)) return false;
@@ -162,7 +173,7 @@ export function corsOptions(
       credentials: false,
       methods: ['GET', 'POST'],
       allowedHeaders,
-      exposedHeaders: ['x-request-id', 'retry-after'],
+      exposedHeaders,
       maxAge: 600,
     };
   };

@@ -23,6 +23,7 @@ import { type BreakerState, createRouteBreakers, type RouteBreakers } from './br
 import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
 import type { Endpoint } from './endpoints.js';
+import { passedBackNames, pickHeaders } from './response-headers.js';
 import {
   createRedact,
   cutOff,
@@ -77,6 +78,11 @@ export interface CompletedCall {
    * Expires, else UPSTREAM_CACHE_MAX_AGE for its route); undefined when neither says.
    */
   cachePolicy?: CachePolicy | undefined;
+  /**
+   * The answer's headers that go back to the caller (src/upstream/response-headers.ts), by
+   * lower-case name; undefined when it had none of them.
+   */
+  passedBack?: Readonly<Record<string, string>> | undefined;
 }
 
 /** What one GraphQL request brings to its upstream calls. */
@@ -144,6 +150,8 @@ export class UpstreamClient {
   readonly #maxAge: ReadonlyMap<string, CachePolicy>;
   /** UPSTREAM_STALE_WHILE_REVALIDATE and UPSTREAM_STALE_IF_ERROR by route. */
   readonly #stale = new Map<string, StaleDefaults>();
+  /** The response headers passed back to the caller: the built-in and UPSTREAM_RESPONSE_HEADERS. */
+  readonly #passedBack: readonly string[];
   #calls = 0;
 
   constructor(options: UpstreamClientOptions) {
@@ -157,6 +165,7 @@ export class UpstreamClient {
     this.#prefix = url.pathname.replace(/\/+$/, '');
     // Of the facade's secrets, the key is the one the upstream is sent and so may quote back.
     this.#redact = createRedact([options.apiKey]);
+    this.#passedBack = passedBackNames(options.responseHeaders);
     this.#maxAge = new Map(
       Object.entries(options.cacheMaxAge ?? {}).map(([path, maxAge]) => [
         `GET ${path}`,
@@ -262,6 +271,7 @@ export class UpstreamClient {
     const span = this.#options.tracer && this.#startSpan(request, call, attempt);
     let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
     let cachePolicy: CachePolicy | undefined;
+    let passedBack: CompletedCall['passedBack'];
     const sent = this.#headers(request, call, span);
     try {
       const response = await this.#dispatcher.request({
@@ -275,6 +285,7 @@ export class UpstreamClient {
         bodyTimeout: timeoutMs,
       });
       outcome = response.statusCode;
+      passedBack = pickHeaders(response.headers, this.#passedBack);
       // The size cap is undici's own (maxResponseSize): it refuses a large Content-Length up
       // front and counts the bytes of a body without one.
       const text = await response.body.text().catch((error: unknown) => {
@@ -323,6 +334,7 @@ export class UpstreamClient {
         callers: call.callers ?? 1,
         fields: call.fields,
         cachePolicy,
+        passedBack,
       };
       if (span) endSpan(span, outcome);
       this.#options.onCall?.(completed);

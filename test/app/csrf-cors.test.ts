@@ -79,6 +79,19 @@ describe('createOriginMatcher', () => {
 });
 
 describe('corsOptions', () => {
+  const EXPOSED = [
+    'x-request-id',
+    'retry-after',
+    'ratelimit',
+    'ratelimit-policy',
+    'ratelimit-limit',
+    'ratelimit-remaining',
+    'ratelimit-reset',
+    'x-ratelimit-limit',
+    'x-ratelimit-remaining',
+    'x-ratelimit-reset',
+  ];
+
   it('allows the same origin only without CORS_ORIGINS', () => {
     expect(corsOptions(undefined)).toBe(false);
     expect(corsOptions([])).toBe(false);
@@ -92,11 +105,19 @@ describe('corsOptions', () => {
       credentials: false,
       methods: ['GET', 'POST'],
       allowedHeaders: [...CORS_HEADERS, ...CSRF_HEADERS, 'x-tenant'],
-      exposedHeaders: ['x-request-id', 'retry-after'],
+      exposedHeaders: EXPOSED,
       maxAge: 600,
     });
     expect(cors(request('OPTIONS', { origin: EVIL }), {})).toBe(false);
     expect(cors(request('OPTIONS'), {})).toBe(false);
+  });
+
+  it("exposes the upstream's headers that UPSTREAM_RESPONSE_HEADERS passes back", () => {
+    const cors = corsOptions([APP], [], ['x-quota-left', 'retry-after']);
+    if (typeof cors !== 'function') throw new Error('expected a function of the request');
+    expect(cors(request('GET', { origin: APP }), {})).toMatchObject({
+      exposedHeaders: [...EXPOSED, 'x-quota-left'],
+    });
   });
 
   it('allows the built-in headers only without CORS_ALLOWED_HEADERS', () => {

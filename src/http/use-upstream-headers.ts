@@ -1,0 +1,130 @@
+import type { Plugin } from 'graphql-yoga';
+import type { Context } from '../context.js';
+import { parseRetryAfter } from '../errors.js';
+import { requestState } from '../request-state.js';
+import type { CompletedCall } from '../upstream/client.js';
+
+/** Of two values of one header, the stricter. */
+type Stricter = (kept: string, next: string) => string;
+
+const asNumber = (value: string) => (value.trim() === '' ? Number.NaN : Number(value));
+
+/** A value that does not read as a number loses to one that does. */
+const numeric =
+  (isStricter: (next: number, kept: number) => boolean): Stricter =>
+  (kept, next) => {
+    const [a, b] = [asNumber(kept), asNumber(next)];
+    if (Number.isNaN(b)) return kept;
+    return Number.isNaN(a) || isStricter(b, a) ? next : kept;
+  };
+
+const smallest = numeric((next, kept) => next < kept);
+const largest = numeric((next, kept) => next > kept);
+const first: Stricter = (kept) => kept;
+
+/**
+ * The rule for a name: the longest wait, the least left, the latest reset, the lowest limit, the
+ * most used. A name none of these fits (an operator's own) keeps the first call's value.
+ */
+function stricterOf(name: string): Stricter {
+  if (name === 'retry-after' || name.endsWith('-reset') || name.endsWith('-used')) return largest;
+  if (name.endsWith('-remaining') || name.endsWith('-limit')) return smallest;
+  return first;
+}
+
+/** The IETF structured fields, passed back as a pair from one call so that they agree. */
+const PAIR = new Set(['ratelimit', 'ratelimit-policy']);
+
+interface Pair {
+  /** The least `r` of the RateLimit field's items; a field without one ranks below any that has. */
+  remaining: number;
+  fields: Record<string, string>;
+}
+
+/** The least remaining quota a RateLimit field states (`r=`, or the drafts' `remaining=`). */
+function remainingOf(field: string | undefined): number {
+  // No RateLimit at all (a lone RateLimit-Policy) ranks last.
+  if (field === undefined) return Number.POSITIVE_INFINITY;
+  let least = Number.MAX_VALUE;
+  for (const match of field.matchAll(/(?:^|[;,\s])(?:r|remaining)=(\d+)/g)) {
+    least = Math.min(least, Number(match[1]));
+  }
+  return least;
+}
+
+/**
+ * What an answer passes back of the upstream's headers, from the calls of all its operations (a
+ * batch's together), each merged to its strictest:
+ *
+ * - `Retry-After`: the longest wait, as seconds (an HTTP date read against now), bounded as
+ *   `extensions.retryAfter` is;
+ * - `*-remaining` and `*-limit`: the smallest; `*-reset` and `*-used`: the largest;
+ * - `RateLimit` and `RateLimit-Policy`: both from the one call whose `RateLimit` has the least
+ *   remaining (`r`), so that the limit and its policy describe the same quota;
+ * - any other allowed name: the first value seen.
+ *
+ * Of a retried call, only its last attempt counts: it is the upstream's latest word on that call,
+ * and a 429 that a retry got past asks the caller for no wait. Undefined when no call brought any.
+ */
+export function strictestHeaders(
+  operations: Iterable<readonly CompletedCall[]>,
+): Record<string, string> | undefined {
+  let latest: Map<number, CompletedCall['passedBack']> | undefined;
+  for (const calls of operations) {
+    if (!calls.some((call) => call.passedBack)) continue;
+    latest ??= new Map();
+    for (const call of calls) latest.set(call.callId, call.passedBack);
+  }
+  if (!latest) return undefined;
+  let merged: Record<string, string> | undefined;
+  let pair: Pair | undefined;
+  for (const headers of latest.values()) {
+    if (!headers) continue;
+    for (const [name, sent] of Object.entries(headers)) {
+      if (PAIR.has(name)) continue;
+      const value = name === 'retry-after' ? parseRetryAfter(sent)?.toString() : sent;
+      if (value === undefined) continue;
+      merged ??= {};
+      const kept = merged[name];
+      merged[name] = kept === undefined ? value : stricterOf(name)(kept, value);
+    }
+    const remaining = remainingOf(headers.ratelimit);
+    const fields = Object.fromEntries(Object.entries(headers).filter(([name]) => PAIR.has(name)));
+    if (Object.keys(fields).length > 0 && (!pair || remaining < pair.remaining)) {
+      pair = { remaining, fields };
+    }
+  }
+  return pair ? { ...merged, ...pair.fields } : merged;
+}
+
+/**
+ * Passes the upstream's rate-limit headers (and UPSTREAM_RESPONSE_HEADERS) back on the answer, so
+ * a caller learns of the upstream's limits as Hive Gateway's `propagateHeaders` would tell it. Only
+ * this request's own calls count, joined ones included (it waited on them); an answer the response
+ * cache kept made no call and passes nothing back. Before compression, which rebuilds the answer
+ * from its headers.
+ */
+export function useUpstreamHeaders(): Plugin {
+  return {
+    onExecute({ args }) {
+      const context = args.contextValue as Context;
+      if (!context.upstreamCalls) return;
+      const state = requestState(context.request);
+      state.upstreamCalls ??= [];
+      state.upstreamCalls.push(context.upstreamCalls);
+    },
+    onResponse({ request, response }) {
+      const operations = requestState(request).upstreamCalls;
+      const passed = operations && strictestHeaders(operations);
+      if (!passed) return;
+      const { headers } = response;
+      // The facade's own limit wins: a header it already set on this answer stays, and the IETF
+      // pair goes back only whole, never beside the facade's own RateLimit or RateLimit-Policy.
+      const ownPair = headers.has('ratelimit') || headers.has('ratelimit-policy');
+      for (const [name, value] of Object.entries(passed)) {
+        if (headers.has(name) || (ownPair && PAIR.has(name))) continue;
+        headers.set(name, value);
+      }
+    },
+  };
+}

@@ -1,0 +1,317 @@
+// The upstream's rate-limit headers passed back to the caller (src/http/use-upstream-headers.ts).
+import type { Plugin } from 'graphql-yoga';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { strictestHeaders, useUpstreamHeaders } from '../../src/http/use-upstream-headers.js';
+import { requestState } from '../../src/request-state.js';
+import type { CompletedCall } from '../../src/upstream/client.js';
+import { pickHeaders, UPSTREAM_LIMIT_HEADERS } from '../../src/upstream/response-headers.js';
+import { type Harness, upstreamRequests, useHarness } from '../helpers/harness.js';
+
+const LIST_ROUTE = 'GET /git/v1/repo';
+const VERIFY_ROUTE = 'PUT /domains/v1/verifications';
+const LIST = '{ repositories(limit: 2) { total items { id } } }';
+const VERIFY = 'mutation { verifyDomain(input: { domain: "example.com" }) { verified } }';
+const APP = 'https://app.example.com';
+const OWN_NAME = 'x-quota-left';
+
+/** One attempt of a call, as the client reports it, with the headers it brought. */
+function attempt(
+  callId: number,
+  passedBack: Record<string, string> | undefined,
+  attemptNumber = 1,
+): CompletedCall {
+  return {
+    route: LIST_ROUTE,
+    outcome: 200,
+    durationMs: 1,
+    callId,
+    attempt: attemptNumber,
+    callers: 1,
+    passedBack,
+  };
+}
+
+/** upstream_calls_joined_total for the list route, from the app's /metrics. */
+async function joined(h: Harness): Promise<number> {
+  const text = await (await h.app.fetch('http://facade.test/metrics')).text();
+  const match = /^upstream_calls_joined_total\{route="GET \/git\/v1\/repo"\} (\d+)$/m.exec(text);
+  return Number(match?.[1] ?? 0);
+}
+
+describe('upstream headers passed back', () => {
+  const h = useHarness({
+    config: {
+      upstream: { retries: 0, breakerThreshold: 0, responseHeaders: [OWN_NAME] },
+      corsOrigins: [APP],
+      limits: { batchingLimit: 2 },
+    },
+  });
+
+  it("passes an upstream 429's Retry-After back to the caller", async () => {
+    h.sandbox.setFault(LIST_ROUTE, {
+      status: 429,
+      body: { message: 'slow down' },
+      headers: { 'retry-after': '7' },
+    });
+    const result = await h.gql(LIST);
+    expect(result.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED', retryAfter: 7 });
+    expect(result.headers.get('retry-after')).toBe('7');
+  });
+
+  it("passes a 200's RateLimit-Remaining back to the caller", async () => {
+    h.sandbox.setFault(LIST_ROUTE, {
+      headers: { 'RateLimit-Remaining': '7', 'RateLimit-Limit': '100' },
+    });
+    const result = await h.gql(LIST);
+    expect(result.errors).toBeUndefined();
+    expect(result.headers.get('ratelimit-remaining')).toBe('7');
+    expect(result.headers.get('ratelimit-limit')).toBe('100');
+  });
+
+  it('passes nothing back when the upstream states no limit', async () => {
+    const result = await h.gql(LIST);
+    for (const name of UPSTREAM_LIMIT_HEADERS) expect(result.headers.has(name)).toBe(false);
+  });
+
+  it("gives the strictest of a batch's calls", async () => {
+    h.sandbox.setFault(LIST_ROUTE, {
+      headers: {
+        'x-ratelimit-remaining': '7',
+        'x-ratelimit-limit': '100',
+        'x-ratelimit-reset': '30',
+        'retry-after': '2',
+      },
+    });
+    h.sandbox.setFault(VERIFY_ROUTE, {
+      headers: {
+        'x-ratelimit-remaining': '3',
+        'x-ratelimit-limit': '500',
+        'x-ratelimit-reset': '60',
+        'retry-after': '1',
+      },
+    });
+    const response = await h.app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([{ query: LIST }, { query: VERIFY }]),
+    });
+    expect(await response.json()).toHaveLength(2);
+    expect(upstreamRequests(h.sandbox)).toHaveLength(2);
+    expect(response.headers.get('x-ratelimit-remaining')).toBe('3');
+    expect(response.headers.get('x-ratelimit-limit')).toBe('100');
+    expect(response.headers.get('x-ratelimit-reset')).toBe('60');
+    expect(response.headers.get('retry-after')).toBe('2');
+  });
+
+  it('passes back no header that is not allowed', async () => {
+    h.sandbox.setFault(LIST_ROUTE, {
+      headers: {
+        'x-internal-shard': 'eu-3',
+        'set-cookie': 'upstream-session=1',
+        'ratelimit-remaining': '5',
+      },
+    });
+    const result = await h.gql(LIST);
+    expect(result.headers.get('ratelimit-remaining')).toBe('5');
+    expect(result.headers.has('x-internal-shard')).toBe(false);
+    expect(result.headers.has('set-cookie')).toBe(false);
+  });
+
+  it('passes back a name UPSTREAM_RESPONSE_HEADERS allows', async () => {
+    h.sandbox.setFault(LIST_ROUTE, { headers: { 'X-Quota-Left': '12' } });
+    const result = await h.gql(LIST);
+    expect(result.headers.get(OWN_NAME)).toBe('12');
+  });
+
+  it("lets an allowed origin's pages read them", async () => {
+    h.sandbox.setFault(LIST_ROUTE, { headers: { 'ratelimit-remaining': '5' } });
+    const result = await h.gql(LIST, undefined, { origin: APP });
+    expect(result.headers.get('access-control-allow-origin')).toBe(APP);
+    const exposed = (result.headers.get('access-control-expose-headers') ?? '').split(/\s*,\s*/);
+    expect(exposed).toEqual(
+      expect.arrayContaining([...UPSTREAM_LIMIT_HEADERS, OWN_NAME, 'ratelimit', 'x-request-id']),
+    );
+  });
+
+  it('passes a joined call back to every request that waited on it', async () => {
+    let open = () => {};
+    const held = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    h.sandbox.setFault(LIST_ROUTE, { until: held, headers: { 'ratelimit-remaining': '4' } });
+    const before = await joined(h);
+    const answers = Promise.all([h.gql(LIST), h.gql(LIST)]);
+    try {
+      await expect.poll(() => upstreamRequests(h.sandbox, LIST_ROUTE).length).toBe(1);
+      await expect.poll(async () => (await joined(h)) - before).toBe(1);
+    } finally {
+      open();
+    }
+    for (const answer of await answers) {
+      expect(answer.headers.get('ratelimit-remaining')).toBe('4');
+    }
+  });
+});
+
+describe('upstream headers of a kept answer', () => {
+  const h = useHarness({ sandbox: { repositoryCacheControl: 'max-age=30' } });
+
+  it('passes back nothing on a response cache hit, which made no call', async () => {
+    h.sandbox.setFault(LIST_ROUTE, { headers: { 'ratelimit-remaining': '9' } });
+    const miss = await h.gql(LIST);
+    expect(miss.headers.get('ratelimit-remaining')).toBe('9');
+    const hit = await h.gql(LIST);
+    expect(hit.data).toEqual(miss.data);
+    expect(upstreamRequests(h.sandbox, LIST_ROUTE)).toHaveLength(1);
+    expect(hit.headers.has('ratelimit-remaining')).toBe(false);
+  });
+});
+
+describe('strictestHeaders', () => {
+  it('takes the longest Retry-After, an HTTP date read as seconds', () => {
+    const later = new Date(Date.now() + 120_000).toUTCString();
+    const merged = strictestHeaders([
+      [attempt(1, { 'retry-after': '30' }), attempt(2, { 'retry-after': later })],
+    ]);
+    expect(Number(merged?.['retry-after'])).toBeGreaterThanOrEqual(118);
+    expect(Number(merged?.['retry-after'])).toBeLessThanOrEqual(120);
+    expect(strictestHeaders([[attempt(1, { 'retry-after': 'soon' })]])).toBeUndefined();
+  });
+
+  it('takes the least remaining, the lowest limit, the latest reset and the most used', () => {
+    const merged = strictestHeaders([
+      [
+        attempt(1, { 'ratelimit-remaining': '9', 'ratelimit-limit': '50', 'ratelimit-reset': '5' }),
+        attempt(2, {
+          'ratelimit-remaining': '2',
+          'ratelimit-limit': '80',
+          'x-ratelimit-used': '3',
+        }),
+      ],
+      [
+        attempt(3, {
+          'ratelimit-remaining': 'n/a',
+          'ratelimit-reset': '40',
+          'x-ratelimit-used': '8',
+        }),
+      ],
+    ]);
+    expect(merged).toEqual({
+      'ratelimit-remaining': '2',
+      'ratelimit-limit': '50',
+      'ratelimit-reset': '40',
+      'x-ratelimit-used': '8',
+    });
+  });
+
+  it('keeps the first value of a name it has no rule for', () => {
+    const merged = strictestHeaders([
+      [attempt(1, { [OWN_NAME]: 'eu' }), attempt(2, { [OWN_NAME]: 'us' })],
+    ]);
+    expect(merged).toEqual({ [OWN_NAME]: 'eu' });
+  });
+
+  it('passes RateLimit and RateLimit-Policy together from the call with the least remaining', () => {
+    const merged = strictestHeaders([
+      [
+        attempt(1, { ratelimit: '"day";r=900;t=3600', 'ratelimit-policy': '"day";q=1000;w=86400' }),
+        attempt(2, {
+          ratelimit: '"burst";r=40;t=1, "day";r=5;t=60',
+          'ratelimit-policy': '"burst";q=50;w=1, "day";q=1000;w=86400',
+        }),
+        attempt(3, { 'ratelimit-policy': '"hour";q=10;w=3600' }),
+      ],
+    ]);
+    expect(merged).toEqual({
+      ratelimit: '"burst";r=40;t=1, "day";r=5;t=60',
+      'ratelimit-policy': '"burst";q=50;w=1, "day";q=1000;w=86400',
+    });
+  });
+
+  it("counts a retried call's last attempt only", () => {
+    const merged = strictestHeaders([
+      [
+        attempt(1, { 'retry-after': '1', 'ratelimit-remaining': '0' }, 1),
+        attempt(1, { 'ratelimit-remaining': '99' }, 2),
+      ],
+    ]);
+    expect(merged).toEqual({ 'ratelimit-remaining': '99' });
+    expect(
+      strictestHeaders([[attempt(1, { 'retry-after': '1' }, 1), attempt(1, undefined, 2)]]),
+    ).toBeUndefined();
+  });
+
+  it('is undefined when no call brought any', () => {
+    expect(strictestHeaders([[attempt(1, undefined)], []])).toBeUndefined();
+  });
+});
+
+describe('useUpstreamHeaders', () => {
+  type ResponseArgs = Parameters<NonNullable<Plugin['onResponse']>>[0];
+
+  /** The plugin's onResponse on an answer that already has `own`, after a call that brought `upstream`. */
+  function answer(own: Record<string, string>, upstream: Record<string, string>): Headers {
+    const request = new Request('http://facade.test/graphql');
+    requestState(request).upstreamCalls = [[attempt(1, upstream)]];
+    const response = new Response('{}', { headers: own });
+    useUpstreamHeaders().onResponse?.({ request, response } as ResponseArgs);
+    return response.headers;
+  }
+
+  it("keeps the facade's own limit over the upstream's", () => {
+    const headers = answer(
+      { ratelimit: '"facade";r=1;t=10', 'retry-after': '10' },
+      {
+        ratelimit: '"upstream";r=50;t=1',
+        'ratelimit-policy': '"upstream";q=100;w=1',
+        'retry-after': '3',
+        'x-ratelimit-remaining': '50',
+      },
+    );
+    expect(headers.get('ratelimit')).toBe('"facade";r=1;t=10');
+    expect(headers.has('ratelimit-policy')).toBe(false);
+    expect(headers.get('retry-after')).toBe('10');
+    expect(headers.get('x-ratelimit-remaining')).toBe('50');
+  });
+});
+
+describe('pickHeaders', () => {
+  it('keeps the allowed names, a repeated one joined, and nothing when none came', () => {
+    expect(
+      pickHeaders({ 'ratelimit-remaining': ['4', '6'], 'x-other': '1' }, UPSTREAM_LIMIT_HEADERS),
+    ).toEqual({ 'ratelimit-remaining': '4, 6' });
+    expect(pickHeaders({ 'content-type': 'application/json' }, UPSTREAM_LIMIT_HEADERS)).toBe(
+      undefined,
+    );
+  });
+});
+
+describe('UPSTREAM_RESPONSE_HEADERS', () => {
+  it('reads header names, lower-cased, each once', () => {
+    expect(
+      loadConfig({ UPSTREAM_RESPONSE_HEADERS: 'X-Quota-Left, x-quota-left,X-Shard' }).upstream
+        .responseHeaders,
+    ).toEqual(['x-quota-left', 'x-shard']);
+    expect(loadConfig({}).upstream.responseHeaders).toEqual([]);
+  });
+
+  it.each([
+    ['set-cookie', /set-cookie \(a cookie/],
+    ['x-quota-left,Connection', /connection \(a hop-by-hop header\)/],
+    ['proxy-authenticate', /hop-by-hop/],
+    ['content-type', /content-type \(describes the upstream's own body\)/],
+    ['Cache-Control', /cache-control \(the answer's caching/],
+    ['vary', /caching/],
+    ['access-control-allow-origin', /CORS/],
+    ['x-request-id', /the facade's own header/],
+    ['x-facade-debug', /the facade's own header/],
+    ['x quota', /header names/],
+  ])('refuses UPSTREAM_RESPONSE_HEADERS=%j in one line naming the variable', (value, reason) => {
+    const load = () => loadConfig({ UPSTREAM_RESPONSE_HEADERS: value });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(/^UPSTREAM_RESPONSE_HEADERS: /);
+    expect(load).toThrow(reason);
+    expect(load).not.toThrow(/\n/);
+  });
+});
