@@ -6,6 +6,7 @@ export interface Fault {
   status?: number;
   /** ...and this JSON body (a string is sent raw as text). */
   body?: unknown;
+  /** Sent with whatever answer follows; alone, the normal answer with these headers too. */
   headers?: Record<string, string>;
   /** Wait before answering; with nothing else set the normal answer follows. */
   delayMs?: number;
