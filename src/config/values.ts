@@ -193,13 +193,52 @@ const NOT_FORWARDED: Record<string, string> = {
   'apollo-federation-include-trace': "the gateway's request to the facade",
 };
 
+// FORWARD_HEADERS carries what a caller says about the business (a tenant, a language, an API
+// version), never what a proxy says about the caller. No list of proxies' headers keeps up with
+// them, so past the table above a name is judged by its shape and its words.
+
+// The only standard header forwarded: content negotiation that the upstream may honour. Any other
+// name without `x-` is a standard header with a meaning to HTTP, or a proxy's or a platform's,
+// which name theirs without `x-` since RFC 6648 (`true-client-ip`, `cf-*`, `fastly-*`).
+const STANDARD_FORWARDED = new Set(['accept-language']);
+
+// What an `x-` name must not speak of, and why. A proxy's header is read by name, so its name
+// says what it carries: these words refuse the ones no list has yet.
+const SPOKEN_OF: ReadonlyArray<readonly [RegExp, string]> = [
+  [
+    /(^|-)(ips?|ipv[46]|host|port|proto|scheme|via)(-|$)|addr|forwarded|clientip|realip|remoteip/,
+    'an address a proxy states; a caller could claim any',
+  ],
+  [
+    /user|email|principal|identit|login|impersonat|auth|oidc|jwt|saml|token|credential|session|cookie|passw|secret|api-?key|access-?key|cert|claim|assertion|trusted|verified|verify|internal|(^|-)(uid|sub|subject|sso|ssl|tls|mtls|dn|roles?|groups?|scopes?)(-|$)/,
+    'an identity, a credential or a trust a proxy vouches for; a caller could claim any',
+  ],
+  [
+    /override|method|rewrite|original|(^|-)(url|uri|path)(-|$)/,
+    'overrides the method or the URL the upstream sees',
+  ],
+  [/trace|(^|-)(b3|span|spanid|sampled)(-|$)/, 'trace context, which the facade sends itself'],
+];
+
+// The `x-` namespaces of proxies and cloud platforms that predate RFC 6648, and the words of
+// infrastructure in any name.
+const INFRASTRUCTURE =
+  /^x-(amzn|amz|aws|goog|google|gfe|appengine|cloud|ms|azure|arr|iis|envoy|istio|linkerd|kong|apigee|akamai|fastly|cf|vercel|nf|netlify|heroku|fly|nginx|haproxy|varnish|traefik|squid)-|(^|-)(proxy|cdn|lb|edge|gateway|ingress|cluster|mesh|upstream|backend)(-|$)/;
+
 /** Why FORWARD_HEADERS may not name this header, or undefined when it may. */
 function notForwarded(name: string): string | undefined {
   if (name.startsWith('proxy-')) return 'a hop-by-hop header';
   if (name.startsWith('x-forwarded-')) return 'an identity a caller can spoof';
   // x-facade-debug carries DEBUG_TOKEN; every x-facade-* header is the facade's own.
   if (name.startsWith('x-facade-')) return "the facade's own header, which may carry a secret";
-  return Object.hasOwn(NOT_FORWARDED, name) ? NOT_FORWARDED[name] : undefined;
+  if (Object.hasOwn(NOT_FORWARDED, name)) return NOT_FORWARDED[name];
+  if (STANDARD_FORWARDED.has(name)) return undefined;
+  if (!name.startsWith('x-'))
+    return "a standard or a proxy's header: of the names without x-, only accept-language is forwarded";
+  const words = name.replace(/[_.]/g, '-');
+  for (const [spoken, why] of SPOKEN_OF) if (spoken.test(words)) return why;
+  if (INFRASTRUCTURE.test(words)) return "a proxy's or a platform's own header";
+  return undefined;
 }
 
 /** Header names, lower-cased, each once; one that `refused` gives a reason for stops start-up. */

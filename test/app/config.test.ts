@@ -206,11 +206,74 @@ describe('FORWARD_HEADERS', () => {
   });
 });
 
-describe('FORWARD_HEADERS and inherited names', () => {
-  it('forwards a header whose name an object inherits', () => {
-    expect(loadConfig({ FORWARD_HEADERS: 'constructor,x-tenant' }).forwardHeaders).toEqual([
-      'constructor',
-      'x-tenant',
+/** The one line FORWARD_HEADERS stops start-up with, or undefined when it is accepted. */
+function forwardHeadersRefusal(value: string): string | undefined {
+  try {
+    loadConfig({ FORWARD_HEADERS: value });
+    return undefined;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+}
+
+describe('FORWARD_HEADERS and what proxies set', () => {
+  // Each set by a proxy, a load balancer or an identity-aware front for the upstream to trust.
+  it.each([
+    ['x-cluster-client-ip', /an address a proxy states/],
+    ['fastly-client-ip', /a standard or a proxy's header/],
+    ['x-envoy-external-address', /an address a proxy states/],
+    ['x-original-forwarded-for', /an address a proxy states/],
+    ['client-ip', /a standard or a proxy's header/],
+    ['forwarded-for', /a standard or a proxy's header/],
+    ['x-remote-user', /an identity, a credential or a trust/],
+    ['x-auth-request-user', /an identity, a credential or a trust/],
+    ['x-amzn-oidc-identity', /an identity, a credential or a trust/],
+    ['cf-access-authenticated-user-email', /a standard or a proxy's header/],
+    ['x-goog-authenticated-user-email', /an identity, a credential or a trust/],
+    ['x-ms-client-principal', /an identity, a credential or a trust/],
+    ['x-http-method-override', /overrides the method or the URL/],
+  ])('refuses %s in one line naming the variable and the header', (name, why) => {
+    const line = forwardHeadersRefusal(`x-tenant-id,${name.toUpperCase()}`);
+    expect(line).toMatch(new RegExp(`^FORWARD_HEADERS: must not name ${name} \\(`));
+    expect(line).toMatch(why);
+    expect(line).not.toContain('\n');
+  });
+
+  // Names made up here, as a proxy not yet written would name its headers.
+  it.each([
+    ['x-newcdn-client-ip', /an address/],
+    ['x-acme-remote-addr', /an address/],
+    ['x-mesh-peer-host', /an address/],
+    ['x-gw-authenticated-subject', /an identity/],
+    ['x-sso-username', /an identity/],
+    ['x-api-key', /a credential/],
+    ['x-ssl-client-cert', /a credential/],
+    ['x-user_email', /an identity/],
+    ['x-envoy-internal', /a trust/],
+    ['x-original-url', /overrides the method or the URL/],
+    ['x-rewrite-path', /overrides the method or the URL/],
+    ['x-b3-traceid', /trace context/],
+    ['x-envoy-decorator-operation', /a proxy's or a platform's own header/],
+    ['x-upstream-timeout', /a proxy's or a platform's own header/],
+    ['x-cdn-geo', /a proxy's or a platform's own header/],
+    ['akamai-origin-hop', /a standard or a proxy's header/],
+    ['tenant-id', /only accept-language is forwarded/],
+    ['user-agent', /a standard or a proxy's header/],
+    ['constructor', /a standard or a proxy's header/],
+  ])('refuses %s by its shape and its words', (name, why) => {
+    expect(forwardHeadersRefusal(name)).toMatch(why);
+  });
+
+  it('forwards headers of the business: a tenant, a language, an API version', () => {
+    const names = 'x-tenant-id, accept-language, X-API-Version, x-correlation-id, x-locale';
+    expect(forwardHeadersRefusal(names)).toBeUndefined();
+    expect(loadConfig({ FORWARD_HEADERS: names }).forwardHeaders).toEqual([
+      'x-tenant-id',
+      'accept-language',
+      'x-api-version',
+      'x-correlation-id',
+      'x-locale',
     ]);
   });
 });
