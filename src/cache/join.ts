@@ -1,5 +1,5 @@
 import type { CallContext, CompletedCall, UpstreamClient } from '../upstream/client.js';
-import type { Endpoint } from '../upstream/endpoints.js';
+import { type Endpoint, fillPath } from '../upstream/endpoints.js';
 import { cancelledError } from '../upstream/responses.js';
 
 /** An answer, and whether it came from a call another request had already started. */
@@ -11,7 +11,7 @@ export interface Shared<Out> {
 export interface InFlight {
   /**
    * Sends `endpoint` with `input` through the client, or joins the identical read already on its
-   * way (same route, query, Authorization sent and forwarded headers). Writes, and every call
+   * way (same path, query, Authorization sent and forwarded headers). Writes, and every call
    * when joining is off, are sent as they are.
    */
   send<In, Out>(endpoint: Endpoint<In, Out>, input: In, call: CallContext): Promise<Shared<Out>>;
@@ -55,7 +55,7 @@ export function joinKey<In>(
   const forwarded = Object.entries(call.forwarded ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
   return JSON.stringify([
     endpoint.method,
-    endpoint.path,
+    fillPath(endpoint, input),
     query,
     call.authorization ?? null,
     call.caller ?? null,
@@ -159,8 +159,9 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
       if (!options.enabled || endpoint.method !== 'GET' || call.signal?.aborted) {
         return { value: await client.send(endpoint, input, call), joined: false };
       }
-      call.budget?.take();
+      // First, as the client does: a path value refused costs no unit of the budget.
       const key = joinKey(endpoint, input, call);
+      call.budget?.take();
       const running = calls.get(key);
       // A call every caller left is being abandoned: it serves no one else.
       if (running && !running.controller.signal.aborted) {

@@ -121,10 +121,19 @@ export function useUpstreamHeaders(): Plugin {
       // The facade's own limit wins: a header it already set on this answer stays, and the IETF
       // pair goes back only whole, never beside the facade's own RateLimit or RateLimit-Policy.
       const ownPair = headers.has('ratelimit') || headers.has('ratelimit-policy');
+      const exposed = headers.get('access-control-expose-headers');
+      const added: string[] = [];
       for (const [name, value] of Object.entries(passed)) {
         if (headers.has(name) || (ownPair && PAIR.has(name))) continue;
         headers.set(name, value);
+        added.push(name);
       }
+      // CORS exposes by name: a `RateLimit-*` name the static list lacks is added per answer.
+      if (exposed === null) return;
+      const known = new Set(exposed.toLowerCase().split(/\s*,\s*/));
+      const more = added.filter((name) => !known.has(name));
+      if (more.length > 0)
+        headers.set('access-control-expose-headers', [exposed, ...more].join(', '));
     },
   };
 }

@@ -22,7 +22,7 @@ import { injectTraceContext, type TraceContext } from '../telemetry/trace-contex
 import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
 import type { CallBudget } from './budget.js';
 import { CallCancel } from './cancel.js';
-import type { Endpoint } from './endpoints.js';
+import { type Endpoint, fillPath } from './endpoints.js';
 import { passedBackNames, pickHeaders } from './response-headers.js';
 import {
   createRedact,
@@ -127,7 +127,7 @@ interface Outgoing<Out> {
   route: string;
   /** The path template under the base URL's prefix, for spans. */
   template: string;
-  /** The path to request: the template under the prefix, with the query string. */
+  /** The path to request: the template under the prefix, filled, with the query string. */
   path: string;
   body: string | null;
   decode: Decoder<Out> | null;
@@ -151,7 +151,7 @@ export class UpstreamClient {
   /** UPSTREAM_STALE_WHILE_REVALIDATE and UPSTREAM_STALE_IF_ERROR by route. */
   readonly #stale = new Map<string, StaleDefaults>();
   /** The response headers passed back to the caller: the built-in and UPSTREAM_RESPONSE_HEADERS. */
-  readonly #passedBack: readonly string[];
+  readonly #passedBack: ReadonlySet<string>;
   #calls = 0;
 
   constructor(options: UpstreamClientOptions) {
@@ -165,7 +165,7 @@ export class UpstreamClient {
     this.#prefix = url.pathname.replace(/\/+$/, '');
     // Of the facade's secrets, the key is the one the upstream is sent and so may quote back.
     this.#redact = createRedact([options.apiKey]);
-    this.#passedBack = passedBackNames(options.responseHeaders);
+    this.#passedBack = new Set(passedBackNames(options.responseHeaders));
     this.#maxAge = new Map(
       Object.entries(options.cacheMaxAge ?? {}).map(([path, maxAge]) => [
         `GET ${path}`,
@@ -198,9 +198,10 @@ export class UpstreamClient {
    * logical call: its retries are part of it, for the budget and the deadline alike.
    */
   async send<In, Out>(endpoint: Endpoint<In, Out>, input: In, call: CallContext): Promise<Out> {
-    // Before anything else: past the budget no call starts, and its retries are part of it.
-    call.budget?.take();
+    // A path value refused is the caller's error, and costs no unit of the budget.
     const request = this.#outgoing(endpoint, input);
+    // Past the budget no call starts, and its retries are part of it.
+    call.budget?.take();
     const timeoutMs = this.#options[endpoint.timeout];
     const deadline = Date.now() + timeoutMs;
     // One cancellation per call for both the deadline and the client going away.
@@ -242,14 +243,15 @@ export class UpstreamClient {
 
   #outgoing<In, Out>(endpoint: Endpoint<In, Out>, input: In): Outgoing<Out> {
     const template = this.#prefix + endpoint.path;
+    const path = this.#prefix + fillPath(endpoint, input);
     const body = endpoint.body?.(input);
     return {
       method: endpoint.method,
-      // The route names the endpoint, never its query string (a metrics label, a span name and the
-      // circuit breaker's key).
+      // The route names the endpoint, never its path values or query string (a metrics label, a
+      // span name and the circuit breaker's key).
       route: `${endpoint.method} ${endpoint.path}`,
       template,
-      path: endpoint.query ? template + queryString(endpoint.query(input)) : template,
+      path: endpoint.query ? path + queryString(endpoint.query(input)) : path,
       body: body === undefined ? null : JSON.stringify(body),
       decode: endpoint.decode,
     };

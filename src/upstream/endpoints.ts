@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { BadUserInputError } from '../errors.js';
 import { decodeRepositoryList, type RepositoryList } from './repository-list.js';
 import {
   type Decoder,
@@ -18,8 +19,8 @@ import {
  * One REST route, called with `In` and answering `Out`.
  *
  * `method` and `path` name the route in metrics, spans, logs and the circuit breaker (one circuit
- * each), so `path` is a fixed template: what varies per call goes in `query` or `body`, never in
- * the path, or every value would be a series and a circuit of its own.
+ * each), so `path` is a template: a value that varies per call is a `{name}` placeholder that
+ * `params` fills (fillPath), or goes in `query` or `body`, never spliced into the template itself.
  */
 export type Endpoint<In, Out> = EndpointShape<In, Out> &
   (
@@ -39,8 +40,10 @@ export type Endpoint<In, Out> = EndpointShape<In, Out> &
   );
 
 interface EndpointShape<In, Out> {
-  /** From the base URL's path on, without the query string, e.g. `/git/v1/repo`. */
+  /** From the base URL's path on, without the query string: `/git/v1/repo`, `/x/v1/items/{id}`. */
   readonly path: string;
+  /** The value of each `{name}` of the path, sent percent-encoded as one segment. */
+  readonly params?: (input: In) => Readonly<Record<string, string>>;
   /** The query parameters to send; an undefined value is not sent (the upstream's default). */
   readonly query?: (input: In) => Readonly<Record<string, string | number | undefined>>;
   /** The JSON body to send; none when absent. */
@@ -52,6 +55,24 @@ interface EndpointShape<In, Out> {
   readonly decode: Decoder<Out> | null;
   /** The deadline of one call, all its attempts included: a key of the upstream settings. */
   readonly timeout: DeadlineSetting;
+}
+
+/**
+ * The path to request for `input`: the template with each `{name}` replaced by its value as one
+ * percent-encoded segment. A value that cannot be one is the caller's error, refused before any
+ * call: empty, `.` or `..` (the URL parser resolves them to another path), or not valid Unicode.
+ */
+export function fillPath<In>(endpoint: EndpointShape<In, unknown>, input: In): string {
+  if (!endpoint.path.includes('{')) return endpoint.path;
+  const params = endpoint.params?.(input) ?? {};
+  return endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    // The template and its params disagree: a defect of the entry, not of the caller.
+    if (value === undefined) throw new Error(`${endpoint.path}: no value for {${name}}`);
+    if (value === '' || value === '.' || value === '..' || /\p{Cs}/u.test(value))
+      throw new BadUserInputError([{ path: name, message: 'must be one path segment' }]);
+    return encodeURIComponent(value);
+  });
 }
 
 /** The upstream settings (config.ts) that are a call's deadline in milliseconds. */

@@ -1,10 +1,9 @@
 // The upstream's response headers that the caller is passed back: which, and how they are read.
 
 /**
- * Passed back whatever UPSTREAM_RESPONSE_HEADERS says: the wait a 429 or 503 asks for, the IETF
- * fields and their draft forms, and the `X-RateLimit-*` names most APIs send. Exact names, never a
- * prefix: CORS can expose a header only by its name, and a prefix would pass on whatever an
- * upstream invents under it.
+ * Passed back whatever UPSTREAM_RESPONSE_HEADERS says: the wait a 429 or 503 asks for, and the
+ * IETF fields with their draft forms. Besides these names, every `RateLimit-*` and `X-RateLimit-*`
+ * name passes (the contract's default; `isPassedBack`), exposed to CORS by name on each answer.
  */
 export const UPSTREAM_LIMIT_HEADERS: readonly string[] = [
   'retry-after',
@@ -18,24 +17,26 @@ export const UPSTREAM_LIMIT_HEADERS: readonly string[] = [
   'x-ratelimit-reset',
 ];
 
+const LIMIT_PREFIXES = ['ratelimit-', 'x-ratelimit-'];
+
 /** The built-in names and the operator's (UPSTREAM_RESPONSE_HEADERS), lower-case, each once. */
 export function passedBackNames(extra: readonly string[] = []): readonly string[] {
   return [...new Set([...UPSTREAM_LIMIT_HEADERS, ...extra])];
 }
 
 /**
- * The headers of `names` an answer carries, by lower-case name (undici's), a repeated one joined
- * as HTTP joins field lines; undefined when it carries none, so a call to an upstream that states
- * no limit keeps nothing.
+ * The headers an answer carries that pass back, by lower-case name (undici's): those of `names`
+ * and any `RateLimit-*` or `X-RateLimit-*`; a repeated one joined as HTTP joins field lines.
+ * Undefined when it carries none, so a call to an upstream that states no limit keeps nothing.
  */
 export function pickHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
-  names: readonly string[],
+  names: ReadonlySet<string>,
 ): Readonly<Record<string, string>> | undefined {
   let picked: Record<string, string> | undefined;
-  for (const name of names) {
-    const value = headers[name];
+  for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
+    if (!names.has(name) && !LIMIT_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
     picked ??= {};
     picked[name] = Array.isArray(value) ? value.join(', ') : value;
   }

@@ -29,27 +29,101 @@ export type Redact = (text: string) => string;
 
 const REDACTED = '[redacted]';
 
+// A run of this many characters of a secret, or of one of its forms, is taken out wherever it
+// stands: a secret cut short or quoted in part still shows nothing that long of itself, and an
+// upstream's own words share that many characters with a key only by rare chance.
+const RUN = 8;
+// A form this short is taken out only whole, and a shorter one only if it is the secret itself:
+// a part of it would match ordinary words.
+const MIN_RUN = 4;
+
+const HTML_NAMED: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+/** Lower-cased ASCII letters only, so that every index still points at the same character. */
+const asciiLower = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+
+/** The ways text may carry a secret: as it is, and as URLs, HTML, JSON, hex and base64 write it. */
+function formsOf(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const signs = /[^A-Za-z0-9]/gu;
+  const forms = [
+    secret,
+    encodeURIComponent(secret),
+    encodeURIComponent(encodeURIComponent(secret)),
+    secret.replace(/[&<>"']/g, (sign) => HTML_NAMED[sign] ?? sign),
+    secret.replace(signs, (sign) => `&#${sign.codePointAt(0)};`),
+    secret.replace(signs, (sign) => `&#x${sign.codePointAt(0)?.toString(16)};`),
+    JSON.stringify(secret).slice(1, -1).replaceAll('/', '\\/'),
+    bytes.toString('hex'),
+  ];
+  // Base64 writes three bytes as four characters: a part of the secret reads differently as it
+  // starts at each of three offsets, and a part is all a truncated echo may hold.
+  for (const offset of [0, 1, 2]) {
+    const part = bytes.subarray(offset);
+    forms.push(part.toString('base64'), part.toString('base64url'));
+  }
+  return forms.filter((form, index) => index === 0 || form.length >= MIN_RUN);
+}
+
 /**
  * An upstream may quote what it was sent (a rejected key, a URL with it) in a message the facade
- * passes on; a secret is replaced as it is and as a URL carries it, longest first so that a
- * secret containing another is not left half shown.
+ * passes on: as it is, in another case, encoded, or cut. Each stretch of the text made of runs of
+ * a secret's forms, letters in any case, becomes one `[redacted]`. A form of `RUN` characters or
+ * fewer counts with one character missing, or whole when it has `MIN_RUN` or fewer.
  */
 export function createRedact(secrets: ReadonlyArray<string | undefined>): Redact {
-  const forms = [
-    ...new Set(secrets.flatMap((secret) => (secret ? [secret, encodeURIComponent(secret)] : []))),
-  ].sort((a, b) => b.length - a.length);
-  return (text) => forms.reduce((out, form) => out.split(form).join(REDACTED), text);
+  const runs = new Map<number, Set<string>>();
+  for (const secret of secrets) {
+    if (!secret) continue;
+    for (const form of formsOf(secret).map(asciiLower)) {
+      const run = form.length > RUN ? RUN : form.length > MIN_RUN ? form.length - 1 : form.length;
+      const known = runs.get(run) ?? new Set<string>();
+      for (let at = 0; at + run <= form.length; at++) known.add(form.slice(at, at + run));
+      runs.set(run, known);
+    }
+  }
+  if (runs.size === 0) return (text) => text;
+  return (text) => {
+    const lower = asciiLower(text);
+    let out = '';
+    let kept = 0;
+    let start = -1;
+    let end = -1;
+    for (let at = 0; at < text.length; at++) {
+      for (const [run, known] of runs) {
+        if (at + run > text.length || !known.has(lower.slice(at, at + run))) continue;
+        // Runs that overlap or touch are one stretch.
+        if (at > end) {
+          if (start >= 0) {
+            out += `${text.slice(kept, start)}${REDACTED}`;
+            kept = end;
+          }
+          start = at;
+        }
+        end = Math.max(end, at + run);
+      }
+    }
+    if (start < 0) return text;
+    return `${out}${text.slice(kept, start)}${REDACTED}${text.slice(end)}`;
+  };
 }
 
 /**
  * The upstream's message without the facade's secrets, bounded. Redacted before it is cut, so
- * that a secret across the bound leaves no part of itself.
+ * that a secret across the bound leaves no part of itself; cut to twice the bound first, so that
+ * the redaction's work is bounded by the message's bound rather than by the body's size.
  */
 export function errorMessage(status: number, text: string, redact: Redact): string {
   try {
     const parsed = wireError.safeParse(JSON.parse(text));
     const message = parsed.success ? (parsed.data.message ?? parsed.data.response) : undefined;
-    if (message) return redact(message).slice(0, MESSAGE_LIMIT);
+    if (message) return redact(message.slice(0, 2 * MESSAGE_LIMIT)).slice(0, MESSAGE_LIMIT);
   } catch {
     // A non-JSON error body may be an HTML page or a stack trace: never passed on.
   }

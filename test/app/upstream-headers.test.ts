@@ -124,6 +124,24 @@ describe('upstream headers passed back', () => {
     expect(result.headers.get(OWN_NAME)).toBe('12');
   });
 
+  it('passes back any RateLimit-* or X-RateLimit-* name, exposed to CORS by name', async () => {
+    h.sandbox.setFault(LIST_ROUTE, {
+      headers: {
+        'x-ratelimit-used': '3',
+        'x-ratelimit-resource': 'core',
+        'ratelimit-window': '60',
+      },
+    });
+    const result = await h.gql(LIST, undefined, { origin: APP });
+    expect(result.headers.get('x-ratelimit-used')).toBe('3');
+    expect(result.headers.get('x-ratelimit-resource')).toBe('core');
+    expect(result.headers.get('ratelimit-window')).toBe('60');
+    const exposed = (result.headers.get('access-control-expose-headers') ?? '').split(/\s*,\s*/);
+    expect(exposed).toEqual(
+      expect.arrayContaining(['x-ratelimit-used', 'x-ratelimit-resource', 'ratelimit-window']),
+    );
+  });
+
   it("lets an allowed origin's pages read them", async () => {
     h.sandbox.setFault(LIST_ROUTE, { headers: { 'ratelimit-remaining': '5' } });
     const result = await h.gql(LIST, undefined, { origin: APP });
@@ -279,11 +297,14 @@ describe('useUpstreamHeaders', () => {
 describe('pickHeaders', () => {
   it('keeps the allowed names, a repeated one joined, and nothing when none came', () => {
     expect(
-      pickHeaders({ 'ratelimit-remaining': ['4', '6'], 'x-other': '1' }, UPSTREAM_LIMIT_HEADERS),
-    ).toEqual({ 'ratelimit-remaining': '4, 6' });
-    expect(pickHeaders({ 'content-type': 'application/json' }, UPSTREAM_LIMIT_HEADERS)).toBe(
-      undefined,
-    );
+      pickHeaders(
+        { 'ratelimit-remaining': ['4', '6'], 'x-other': '1', 'x-ratelimit-resource': 'core' },
+        new Set(UPSTREAM_LIMIT_HEADERS),
+      ),
+    ).toEqual({ 'ratelimit-remaining': '4, 6', 'x-ratelimit-resource': 'core' });
+    expect(
+      pickHeaders({ 'content-type': 'application/json' }, new Set(UPSTREAM_LIMIT_HEADERS)),
+    ).toBe(undefined);
   });
 });
 

@@ -1,0 +1,107 @@
+// Routes with values in their path (src/upstream/endpoints.ts): the value is one encoded segment,
+// the template stays the route's name, and a value that cannot be a segment costs nothing.
+import { describe, expect, it } from 'vitest';
+import { createInFlight, joinKey } from '../../src/cache/join.js';
+import { FacadeError } from '../../src/errors.js';
+import { CallBudget } from '../../src/upstream/budget.js';
+import type { CompletedCall } from '../../src/upstream/client.js';
+import { type Endpoint, fillPath } from '../../src/upstream/endpoints.js';
+import { upstreamRequests, useHarness } from '../helpers/harness.js';
+
+// Routes the REST API does not have: the sandbox answers them 404, and records what it was sent.
+const remove: Endpoint<{ id: string }, void> = {
+  method: 'DELETE',
+  path: '/ephemeral/v1/dev-servers/{id}',
+  params: ({ id }) => ({ id }),
+  decode: null,
+  retry: false,
+  timeout: 'timeoutMs',
+};
+const read: Endpoint<{ id: string }, void> = { ...remove, method: 'GET', retry: false };
+
+const REFUSED = ['', '.', '..', '\ud800'];
+
+async function codeOf(promise: Promise<unknown>): Promise<unknown> {
+  const error = await promise.then(
+    () => undefined,
+    (failure: unknown) => failure,
+  );
+  return error instanceof FacadeError ? error.extensions.code : error;
+}
+
+describe('fillPath', () => {
+  it('sends each value as one percent-encoded segment', () => {
+    const filled = (id: string) => fillPath(remove, { id });
+    expect(filled('a/b')).toBe('/ephemeral/v1/dev-servers/a%2Fb');
+    expect(filled('é x?#')).toBe('/ephemeral/v1/dev-servers/%C3%A9%20x%3F%23');
+    expect(filled('%2e%2e')).toBe('/ephemeral/v1/dev-servers/%252e%252e');
+    expect(filled('...')).toBe('/ephemeral/v1/dev-servers/...');
+  });
+
+  it('refuses a value that cannot be one segment as BAD_USER_INPUT naming it', () => {
+    for (const id of REFUSED)
+      expect(() => fillPath(remove, { id }), JSON.stringify(id)).toThrow(/^Invalid input: id: /);
+  });
+
+  it('fails loudly when a template has no value for a name (a defect of the entry)', () => {
+    expect(() => fillPath({ ...remove, params: undefined }, { id: 'a' })).toThrow(
+      'no value for {id}',
+    );
+  });
+});
+
+describe('routes with values in their path', () => {
+  const calls: CompletedCall[] = [];
+  const h = useHarness({ onCall: (call) => calls.push(call) });
+
+  it('requests the filled path and names the call by its template', async () => {
+    calls.length = 0;
+    expect(await codeOf(h.client.send(remove, { id: 'a/b c' }, {}))).toBe('NOT_FOUND');
+    expect(upstreamRequests(h.sandbox).map((r) => `${r.method} ${r.path}`)).toEqual([
+      'DELETE /ephemeral/v1/dev-servers/a%2Fb%20c',
+    ]);
+    // The metrics label, the span name, the breaker's key and extensions.upstreamCalls.
+    expect(calls.map((call) => call.route)).toEqual(['DELETE /ephemeral/v1/dev-servers/{id}']);
+  });
+
+  it('refuses a value that cannot be one segment before any call, and spends no budget', async () => {
+    const joining = createInFlight(h.client, { enabled: true });
+    for (const id of REFUSED) {
+      const budget = new CallBudget(3);
+      expect(await codeOf(h.client.send(remove, { id }, { budget }))).toBe('BAD_USER_INPUT');
+      expect(await codeOf(joining.send(read, { id }, { budget }))).toBe('BAD_USER_INPUT');
+      expect(budget.left).toBe(3);
+    }
+    expect(upstreamRequests(h.sandbox)).toEqual([]);
+  });
+
+  it('joins reads of the same value only', async () => {
+    const ids = ['a', 'b', 'a%2F'];
+    const keys = ids.map((id) => joinKey(read, { id }, {}));
+    expect(new Set(keys).size).toBe(ids.length);
+    expect(joinKey(read, { id: 'a' }, {})).toBe(keys[0]);
+
+    let open = () => {};
+    const until = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    for (const id of ['a', 'b'])
+      h.sandbox.setFault(`GET /ephemeral/v1/dev-servers/${id}`, { status: 204, until });
+    const joining = createInFlight(h.client, { enabled: true });
+    const answers = ['a', 'b', 'a', 'b', 'a'].map((id) => joining.send(read, { id }, {}));
+    await expect.poll(() => upstreamRequests(h.sandbox).length).toBe(2);
+    open();
+    expect((await Promise.all(answers)).map((answer) => answer.joined)).toEqual([
+      false,
+      false,
+      true,
+      true,
+      true,
+    ]);
+    expect(
+      upstreamRequests(h.sandbox)
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(['/ephemeral/v1/dev-servers/a', '/ephemeral/v1/dev-servers/b']);
+  });
+});
