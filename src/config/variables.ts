@@ -130,7 +130,7 @@ export const settingsSchema = z.object({
       passedBackHeaders.default(() => []),
       {
         section: 'upstream',
-        doc: `the upstream's response headers passed back to the caller besides the built-in ${UPSTREAM_LIMIT_HEADERS.map((name) => `\`${name}\``).join(', ')}; an answer that took several calls gets the strictest value of each, and pages in \`CORS_ORIGINS\` may read them ([upstream](upstream.md#passed-back-to-the-caller))`,
+        doc: `the upstream's response headers passed back to the caller besides the built-in ${UPSTREAM_LIMIT_HEADERS.map((name) => `\`${name}\``).join(', ')} and every \`ratelimit-*\` and \`x-ratelimit-*\`; an answer that took several calls gets the strictest value of each, and pages in \`CORS_ORIGINS\` may read them ([upstream](upstream.md#passed-back-to-the-caller))`,
         default: 'unset: the built-in names only',
         accepted:
           "a list of header names, matched case-insensitively and exactly (no prefixes); never `set-cookie`, a hop-by-hop header (`connection`, `keep-alive`, `te`, `trailer`, `transfer-encoding`, `upgrade`, `proxy-*`), `alt-svc`, `content-*`, the answer's caching (`cache-control`, `expires`, `age`, `vary`, `etag`, `last-modified`, `pragma`), CORS (`access-control-*`), `date`, `server`, `location`, `www-authenticate`, `strict-transport-security`, or the facade's own headers (`x-request-id`, `x-facade-*`): naming one stops start-up with `UPSTREAM_RESPONSE_HEADERS: must not name <header> (<why>)`",
