@@ -45,7 +45,9 @@ export function handleControl(
     }
     if (method !== 'PUT') return notAllowed('PUT');
     const [target = '', ...segments] = route.slice('faults/'.length).split('/');
-    const faultRoute = `${target.toUpperCase()} /${segments.join('/')}`;
+    // A template's braces arrive percent-encoded (`{id}` is `%7Bid%7D` in a URL).
+    const template = segments.join('/').replace(/%7B/gi, '{').replace(/%7D/gi, '}');
+    const faultRoute = `${target.toUpperCase()} /${template}`;
     if (!/^[A-Z]+$/.test(target.toUpperCase()) || segments.length === 0) {
       return message(400, 'Use PUT /__sandbox/faults/<METHOD>/<path>');
     }

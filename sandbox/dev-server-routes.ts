@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Exchange, isPlainObject, JSON_TYPE, type Reply, type Route } from './http-io.js';
+import { type Exchange, isPlainObject, json, type Reply, type Route } from './http-io.js';
 
 interface PortMapping {
   port: number;
@@ -26,20 +26,19 @@ const STRING_FIELDS = [
   'repo',
   'gitRef',
 ] as const;
-export const DEV_SERVERS_PATH = '/ephemeral/v1/dev-servers';
+const DEV_SERVERS_PATH = '/ephemeral/v1/dev-servers';
 const EXTERNAL_PORTS = new Set([443, 8081]);
 const DEFAULT_PORTS: PortMapping[] = [{ port: 443, targetPort: 3000 }];
 
-/** The spec's only documented error for this route is 500 with `{response}`; every rejection uses it. */
-export function failure(text: string): Reply {
-  return { status: 500, body: JSON.stringify({ response: text }), contentType: JSON_TYPE };
-}
+/** The spec's only documented error of these routes is 500 with `{response}`. */
+const responseBody = (text: string) => ({ response: text });
+const failure = (text: string): Reply => json(500, responseBody(text));
 
 /**
  * POST /ephemeral/v1/dev-servers. Nothing is started: the sandbox remembers which
  * (account, repository) pairs were requested so `isNew` is true only the first time.
  */
-export function createDevServerRoute(): Route {
+export function createDevServerRoutes(): Route[] {
   const seen = new Set<string>();
   const request = (accountId: string, ctx: Exchange): Reply => {
     const parsed = parseRequest(ctx);
@@ -63,9 +62,9 @@ export function createDevServerRoute(): Route {
       mcpEphemeralUrl: `https://${slug}.mcp.invalid`,
       ephemeralUrl,
     };
-    return { status: 200, body: JSON.stringify(body), contentType: JSON_TYPE };
+    return json(200, body);
   };
-  return { method: 'POST', path: DEV_SERVERS_PATH, handle: request };
+  return [{ method: 'POST', path: DEV_SERVERS_PATH, errorBody: responseBody, handle: request }];
 }
 
 function nonEmpty(value: string | null): boolean {

@@ -1,5 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { type Exchange, isPlainObject, json, message, type Reply, type Route } from './http-io.js';
+import {
+  type Exchange,
+  isPlainObject,
+  json,
+  message,
+  messageBody,
+  type Reply,
+  type Route,
+} from './http-io.js';
 import type { TxtLookup } from './txt-records.js';
 
 interface Verification {
@@ -64,8 +72,8 @@ export function createDomainRoutes(txt: TxtLookup): Route[] {
   };
 
   return [
-    { method: 'POST', path: VERIFICATIONS_PATH, handle: create },
-    { method: 'PUT', path: VERIFICATIONS_PATH, handle: verify },
+    { method: 'POST', path: VERIFICATIONS_PATH, errorBody: messageBody, handle: create },
+    { method: 'PUT', path: VERIFICATIONS_PATH, errorBody: messageBody, handle: verify },
   ];
 }
 

@@ -17,6 +17,8 @@ export interface Exchange {
   path: string;
   rawQuery: string;
   headers: IncomingHttpHeaders;
+  /** The values of the route's `{name}` segments, decoded. */
+  params: Readonly<Record<string, string>>;
   /** Parsed JSON when `bodyIsJson`, the raw text otherwise, undefined when empty. */
   body: unknown;
   bodyIsJson: boolean;
@@ -28,16 +30,22 @@ export interface Exchange {
  */
 export interface Route {
   method: string;
+  /** As the REST API names it: `/git/v1/repo`, or a template such as `/x/v1/items/{id}`. */
   path: string;
+  /** The body of the route's error answers, in its spec's shape: an injected fault's, a 500's. */
+  errorBody: (text: string) => unknown;
   handle(accountId: string, ctx: Exchange): Reply | Promise<Reply>;
 }
+
+/** The error body of most routes. */
+export const messageBody = (text: string) => ({ message: text });
 
 export function json(status: number, value: unknown, headers?: Record<string, string>): Reply {
   return { status, body: JSON.stringify(value), contentType: JSON_TYPE, headers };
 }
 
 export function message(status: number, text: string): Reply {
-  return json(status, { message: text });
+  return json(status, messageBody(text));
 }
 
 export function sendReply(res: ServerResponse, reply: Reply): void {

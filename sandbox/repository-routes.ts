@@ -1,5 +1,5 @@
 import { type StoredRepository, seedRepositories } from './data.js';
-import { JSON_TYPE, message, type Reply, type Route } from './http-io.js';
+import { JSON_TYPE, message, messageBody, type Reply, type Route } from './http-io.js';
 
 export interface RepositoryRouteOptions {
   repositories: number;
@@ -24,7 +24,7 @@ const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
  * page is cached by (account, raw query string): a repeated request costs one Map lookup and hands
  * back the same immutable Reply. Only successes are cached; the data never changes.
  */
-export function createRepositoryRoute(options: RepositoryRouteOptions): Route {
+export function createRepositoryRoutes(options: RepositoryRouteOptions): Route[] {
   const seeded = new Map<string, StoredRepository[]>();
   const pages = new Map<string, Reply>();
   let cachedBytes = 0;
@@ -78,14 +78,16 @@ export function createRepositoryRoute(options: RepositoryRouteOptions): Route {
     remember(key, reply);
     return reply;
   };
-  return {
+  const list: Route = {
     method: 'GET',
     path: '/git/v1/repo',
+    errorBody: messageBody,
     handle: (accountId, ctx) => {
       const varying = options.varyHeader && ctx.headers[options.varyHeader];
       return page(varying ? `${accountId}/${String(varying)}` : accountId, ctx.rawQuery);
     },
   };
+  return [list];
 }
 
 /** undefined when absent, the number when valid, else the 400 message naming the parameter. */

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { createAccountResolver, UNAUTHORIZED_MESSAGE } from './accounts.js';
 import { CONTROL_PREFIX, handleControl } from './control.js';
-import { createDevServerRoute, DEV_SERVERS_PATH, failure } from './dev-server-routes.js';
+import { createDevServerRoutes } from './dev-server-routes.js';
 import { createDomainRoutes } from './domain-routes.js';
 import { applyFault, createFaultTable, type Fault, ROUTE_PATTERN } from './faults.js';
 import {
@@ -10,15 +10,18 @@ import {
   decodeJsonBody,
   type Exchange,
   hasBody,
+  json,
   MAX_BODY_BYTES,
   message,
+  messageBody,
   type Reply,
   type Route,
   readBody,
   sendReply,
 } from './http-io.js';
 import { createRecordedRequests, type RecordedRequest } from './recorded-requests.js';
-import { createRepositoryRoute } from './repository-routes.js';
+import { createRepositoryRoutes } from './repository-routes.js';
+import { createRouter, type RouteMatch } from './router.js';
 import { createTxtLookup } from './txt-records.js';
 
 export type { Fault } from './faults.js';
@@ -61,7 +64,10 @@ export interface Sandbox {
   clearRequests(): void;
   /** 'GET /git/v1/repo' -> requests received since start or clear (not limited by the log size). */
   counts(): Record<string, number>;
-  /** route like 'GET /git/v1/repo'; throws unless faults are enabled. */
+  /**
+   * A route like 'GET /git/v1/repo', or 'DELETE /x/v1/items/{id}' for every path of a template;
+   * throws unless faults are enabled.
+   */
   setFault(route: string, fault: Fault): void;
   clearFaults(): void;
   /** Closes the server and every open (keep-alive) connection. */
@@ -77,8 +83,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const txt = createTxtLookup(options.dnsServers, options.dnsTimeoutMs ?? 2000);
   const resolveAccount = createAccountResolver();
   // The REST routes, each declared in its domain's file.
-  const routes = byPathAndMethod([
-    createRepositoryRoute({
+  const router = createRouter([
+    ...createRepositoryRoutes({
       repositories: options.repositories ?? 50,
       maxPageSize: options.maxPageSize ?? 100,
       defaultPageSize: options.defaultPageSize ?? 20,
@@ -86,7 +92,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       varyHeader: options.repositoryVaryHeader?.toLowerCase(),
     }),
     ...createDomainRoutes(txt),
-    createDevServerRoute(),
+    ...createDevServerRoutes(),
   ]);
   const timers = new Set<NodeJS.Timeout>();
 
@@ -99,28 +105,21 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       timers.add(timer);
     });
 
-  const route = (ctx: Exchange): Reply | Promise<Reply> => {
+  const route = (match: RouteMatch, ctx: Exchange): Reply | Promise<Reply> => {
     const { method, path } = ctx;
-    const methods = routes.get(path);
-    if (!methods) return message(404, `No route for ${method} ${path}`);
-    const found = methods.get(method);
-    if (!found) {
+    if (!match.route) {
+      if (match.allow.length === 0) return message(404, `No route for ${method} ${path}`);
       return {
         ...message(405, `Method ${method} not allowed on ${path}`),
-        headers: { allow: [...methods.keys()].join(', ') },
+        headers: { allow: match.allow.join(', ') },
       };
     }
     const account = resolveAccount(headerValue(ctx.headers.authorization));
     if (!account) return message(401, UNAUTHORIZED_MESSAGE);
-    return found.handle(account.id, ctx);
+    return match.route.handle(account.id, ctx);
   };
 
-  const errorBody = (path: string, status: number): unknown =>
-    path === DEV_SERVERS_PATH
-      ? { response: `Injected fault: HTTP ${status}` }
-      : { message: `Injected fault: HTTP ${status}` };
-
-  const answer = (res: ServerResponse, path: string, reply: Reply | Promise<Reply>): void => {
+  const answer = (res: ServerResponse, found: Route | undefined, reply: Reply | Promise<Reply>) => {
     if (!(reply instanceof Promise)) {
       sendReply(res, reply);
       return;
@@ -130,7 +129,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         if (!res.destroyed) sendReply(res, settled);
       },
       () => {
-        if (!res.destroyed) sendReply(res, internalError(path));
+        if (!res.destroyed) sendReply(res, internalError(found));
       },
     );
   };
@@ -146,24 +145,31 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return;
     }
     log.record(method, url, path, req.headers, body);
+    const match = router(method, path);
+    const found = match.route;
     const ctx: Exchange = {
       method,
       path,
       rawQuery: mark === -1 ? '' : url.slice(mark + 1),
       headers: req.headers,
+      params: match.params,
       body,
       bodyIsJson,
     };
-    const fault = faultsEnabled && faults.size > 0 ? faults.take(`${method} ${path}`) : undefined;
+    const produce = () => safely(() => route(match, ctx), found);
+    // A template route's faults are set on its template, as the facade names the route.
+    const faultKey = `${method} ${found ? found.path : path}`;
+    const fault = faultsEnabled && faults.size > 0 ? faults.take(faultKey) : undefined;
     if (!fault) {
-      answer(res, path, safely(route, ctx));
+      answer(res, found, produce());
       return;
     }
+    const errorBody = found?.errorBody ?? messageBody;
     applyFault(fault, {
       req,
       res,
-      produce: async () => safely(route, ctx),
-      errorBody: (status) => errorBody(path, status),
+      produce: async () => produce(),
+      errorBody: (status) => errorBody(`Injected fault: HTTP ${status}`),
       sleep,
     }).catch(() => req.socket.destroy());
   };
@@ -229,35 +235,22 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   };
 }
 
-/** Path -> method -> route; a path's methods in the order the routes were given. */
-function byPathAndMethod(routes: readonly Route[]): Map<string, Map<string, Route>> {
-  const table = new Map<string, Map<string, Route>>();
-  for (const route of routes) {
-    const methods = table.get(route.path) ?? new Map<string, Route>();
-    methods.set(route.method, route);
-    table.set(route.path, methods);
-  }
-  return table;
-}
-
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-function internalError(path: string): Reply {
-  return path === DEV_SERVERS_PATH
-    ? failure('Internal server error')
-    : message(500, 'Internal server error');
+function internalError(found: Route | undefined): Reply {
+  return json(500, (found?.errorBody ?? messageBody)('Internal server error'));
 }
 
 /** A route that throws becomes the route's documented 500 rather than a dropped connection. */
 function safely(
-  route: (ctx: Exchange) => Reply | Promise<Reply>,
-  ctx: Exchange,
+  produce: () => Reply | Promise<Reply>,
+  found: Route | undefined,
 ): Reply | Promise<Reply> {
   try {
-    return route(ctx);
+    return produce();
   } catch {
-    return internalError(ctx.path);
+    return internalError(found);
   }
 }
