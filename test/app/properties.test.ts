@@ -1,9 +1,13 @@
 // Properties over every argument of every root field, with valid and hostile values sent both as
-// variables and as literals. fast-check prints the seed and the shrunk counterexample on failure;
-// replay the run with FC_SEED=<seed>, or one property with `fc.assert(..., { seed, path })`.
+// variables and as literals. A property's title, `Type.field(arg, ...): what holds`, claims the
+// arguments it covers; the last test fails on a root field or argument that no title claims.
+// fast-check prints the seed and the shrunk counterexample on failure; replay the run with
+// FC_SEED=<seed>, or one property with `fc.assert(..., { seed, path })`.
 import fc from 'fast-check';
+import type { RunnerTask } from 'vitest';
 import { describe, expect, inject, it } from 'vitest';
 import { ERROR_CODES } from '../../src/errors.js';
+import { schema } from '../../src/schema/index.js';
 import {
   anyCursor,
   anyDomain,
@@ -167,14 +171,16 @@ function operation(
   selection: string,
 ): { query: string; variables?: Record<string, unknown> } {
   const given = Object.entries(args).filter(([, arg]) => arg.value !== undefined);
+  // A field of a scalar type takes no selection.
+  const selected = selection ? `{ ${selection} }` : '';
   if (form === 'literal') {
     const list = given.map(([name, arg]) => `${name}: ${literal(arg.value)}`).join(', ');
-    return { query: `${kind} { ${field}${list ? `(${list})` : ''} { ${selection} } }` };
+    return { query: `${kind} { ${field}${list ? `(${list})` : ''} ${selected} }` };
   }
   const declared = Object.entries(args).map(([name, arg]) => `$${name}: ${arg.type}`);
   const passed = Object.keys(args).map((name) => `${name}: $${name}`);
   return {
-    query: `${kind}(${declared.join(', ')}) { ${field}(${passed.join(', ')}) { ${selection} } }`,
+    query: `${kind}(${declared.join(', ')}) { ${field}(${passed.join(', ')}) ${selected} }`,
     variables: Object.fromEntries(given.map(([name, arg]) => [name, arg.value])),
   };
 }
@@ -203,7 +209,7 @@ async function directPage(query: Record<string, number>) {
 }
 
 describe('root field arguments', () => {
-  it('repositories(limit, offset): answers within the contract and refuses bad values upstream-free', async () => {
+  it('Query.repositories(limit, offset): answers within the contract and refuses bad values upstream-free', async () => {
     const max = h.config.maxPageSize;
     const int = fc.oneof(
       { weight: 6, arbitrary: anyInt(0, max) },
@@ -234,7 +240,7 @@ describe('root field arguments', () => {
     );
   });
 
-  it('repositories(limit, offset): a valid page equals what the upstream answers for it', async () => {
+  it('Query.repositories(limit, offset): a valid page equals what the upstream answers for it', async () => {
     const max = h.config.maxPageSize;
     await fc.assert(
       fc.asyncProperty(
@@ -269,7 +275,7 @@ describe('root field arguments', () => {
     );
   });
 
-  it('repositoriesConnection(first, after): answers within the contract and refuses bad values upstream-free', async () => {
+  it('Query.repositoriesConnection(first, after): answers within the contract and refuses bad values upstream-free', async () => {
     const max = h.config.maxPageSize;
     const issued = await issuedCursors();
     const first = fc.oneof(
@@ -299,7 +305,7 @@ describe('root field arguments', () => {
     );
   });
 
-  it('repositoriesConnection(first, after): a page after an issued cursor equals what the upstream answers', async () => {
+  it('Query.repositoriesConnection(first, after): a page after an issued cursor equals what the upstream answers', async () => {
     const issued = await issuedCursors();
     await fc.assert(
       fc.asyncProperty(
@@ -325,7 +331,7 @@ describe('root field arguments', () => {
     );
   });
 
-  it('domainDnsCheck(domain, verificationCode): answers every DNS name from DNS, refuses the rest, never calls the upstream', async () => {
+  it('Query.domainDnsCheck(domain, verificationCode): answers every DNS name from DNS, refuses the rest, never calls the upstream', async () => {
     await fc.assert(
       fc.asyncProperty(anyForm, anyDomain, optional(anyText), async (form, domain, code) => {
         dns.clearQueries();
@@ -366,7 +372,7 @@ describe('root field arguments', () => {
     ],
     ['verifyDomain', 'PUT /domains/v1/verifications', 'domain verified message'],
   ] as const) {
-    it(`${field}(input.domain): sends a DNS name upstream as its ASCII form, and nothing else`, async () => {
+    it(`Mutation.${field}(input): sends input.domain as its ASCII form, and nothing else`, async () => {
       const type =
         field === 'verifyDomain' ? 'VerifyDomainInput!' : 'CreateDomainVerificationInput!';
       await fc.assert(
@@ -415,7 +421,7 @@ describe('root field arguments', () => {
     return { answer, record, issues, refused: issues.some((issue) => issue.kind !== 'either') };
   }
 
-  it('requestDevServer(input): sends a valid input as given (absent, null and empty apart), refuses the rest upstream-free', async () => {
+  it('Mutation.requestDevServer(input): sends a valid input as given (absent, null and empty apart), refuses the rest upstream-free', async () => {
     await fc.assert(
       fc.asyncProperty(devServerCase, async ([form, value]) => {
         const { answer, record, issues, refused } = await requestDevServer(form, value);
@@ -431,7 +437,7 @@ describe('root field arguments', () => {
     );
   });
 
-  it('requestDevServer(input): refuses a very long list with a bounded answer, upstream-free', async () => {
+  it('Mutation.requestDevServer(input): refuses a very long list with a bounded answer, upstream-free', async () => {
     // A length and a kind of list, built deterministically, so a failure shrinks in a few steps.
     const lists = fc.tuple(
       fc.constantFrom('ports', 'envVars'),
@@ -452,7 +458,7 @@ describe('root field arguments', () => {
     );
   });
 
-  it('requestDevServer(input): names the path of the offending value, as a client writes it', async () => {
+  it('Mutation.requestDevServer(input): names the path of the offending value, as a client writes it', async () => {
     await fc.assert(
       fc.asyncProperty(devServerCase, async ([form, value]) => {
         const { answer, issues, refused } = await requestDevServer(form, value);
@@ -460,6 +466,39 @@ describe('root field arguments', () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+/** Federation's root fields, which a router calls, not clients. */
+const FEDERATION_FIELDS = new Set(['_service', '_entities']);
+
+/** The titles of a file's or a suite's tests. */
+const titles = (task: RunnerTask): string[] =>
+  task.type === 'suite' ? task.tasks.flatMap(titles) : [task.name];
+
+describe('root fields', () => {
+  it('have a property over each of their arguments', ({ task }) => {
+    const claimed = new Map<string, Set<string>>();
+    for (const title of titles(task.file)) {
+      const [, field, args = ''] = /^(\w+\.\w+)\(([\w, ]*)\): /.exec(title) ?? [];
+      if (field) claimed.set(field, new Set([...(claimed.get(field) ?? []), ...args.split(', ')]));
+    }
+    const served = [schema.getQueryType(), schema.getMutationType()].flatMap((type) =>
+      Object.values(type?.getFields() ?? {})
+        .filter((field) => !FEDERATION_FIELDS.has(field.name))
+        .map((field) => ({ name: `${type?.name}.${field.name}`, args: field.args })),
+    );
+    const uncovered = served.flatMap(({ name, args }) => {
+      const covered = claimed.get(name);
+      if (!covered) return [`${name}: no property`];
+      return args.filter((arg) => !covered.has(arg.name)).map((arg) => `${name}(${arg.name})`);
+    });
+    expect(uncovered, 'root fields and arguments no property covers').toEqual([]);
+    const names = new Set(served.map((field) => field.name));
+    expect(
+      [...claimed.keys()].filter((name) => !names.has(name)),
+      'not served',
+    ).toEqual([]);
   });
 });
 
