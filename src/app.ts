@@ -23,6 +23,7 @@ import { useGraphiQL } from './http/use-graphiql.js';
 import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
+import { useNoSniff } from './http/use-nosniff.js';
 import { useReadiness } from './http/use-readiness.js';
 import { useUpstreamHeaders } from './http/use-upstream-headers.js';
 import { schema } from './schema/index.js';
@@ -152,6 +153,7 @@ export function createPipeline({
       }),
     ),
     stage('cacheControl', useCacheControl({ perCaller, forwardHeaders: config.forwardHeaders })),
+    stage('noSniff', useNoSniff()),
     // At request parsing: the routes that are not GraphQL, then refusals before the body is read.
     stage('metrics', metricsSource && useMetrics(metricsSource, PATHS.metrics)),
     stage('readiness', useReadiness(health, PATHS.readiness)),

@@ -1,4 +1,5 @@
-// What several HTTP plugins negotiate or write the same way: the content encoding, and Vary.
+// What several HTTP plugins negotiate or write the same way: the content encoding, Vary, and
+// the headers of every answer.
 
 export type Encoding = 'br' | 'gzip' | 'identity';
 
@@ -33,3 +34,9 @@ export function addVary(headers: Headers, ...names: string[]): void {
   }
   if (added.length > 0) headers.set('vary', (vary ? [vary, ...added] : added).join(', '));
 }
+
+/**
+ * On every answer, the facade's own ports included: a browser then reads an answer only as the
+ * type it declares, so one that quotes a caller's text is never run as a script or a page.
+ */
+export const NO_SNIFF = { 'x-content-type-options': 'nosniff' } as const;

@@ -1,6 +1,7 @@
 import type { RequestListener } from 'node:http';
 import type { Plugin } from 'graphql-yoga';
 import type { Registry } from 'prom-client';
+import { NO_SNIFF } from './headers.js';
 
 /** Prometheus text and its content type: one registry's, or a whole cluster's. */
 export type MetricsSource = () => Promise<{ text: string; contentType: string }>;
@@ -27,12 +28,13 @@ export function metricsListener(source: MetricsSource, path: string): RequestLis
   return (request, response) => {
     const { pathname } = new URL(request.url ?? '/', 'http://localhost');
     if (pathname !== path || (request.method !== 'GET' && request.method !== 'HEAD')) {
-      response.writeHead(404).end();
+      response.writeHead(404, NO_SNIFF).end();
       return;
     }
     source().then(
-      ({ text, contentType }) => response.writeHead(200, { 'content-type': contentType }).end(text),
-      () => response.writeHead(500).end(),
+      ({ text, contentType }) =>
+        response.writeHead(200, { ...NO_SNIFF, 'content-type': contentType }).end(text),
+      () => response.writeHead(500, NO_SNIFF).end(),
     );
   };
 }
