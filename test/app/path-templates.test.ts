@@ -8,10 +8,10 @@ import type { CompletedCall } from '../../src/upstream/client.js';
 import { type Endpoint, fillPath } from '../../src/upstream/endpoints.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
-// Routes the REST API does not have: the sandbox answers them 404, and records what it was sent.
+// A route no REST API has: the sandbox answers it 404, and records what it was sent.
 const remove: Endpoint<{ id: string }, void> = {
   method: 'DELETE',
-  path: '/ephemeral/v1/dev-servers/{id}',
+  path: '/test/v1/items/{id}',
   params: ({ id }) => ({ id }),
   decode: null,
   retry: false,
@@ -32,10 +32,10 @@ async function codeOf(promise: Promise<unknown>): Promise<unknown> {
 describe('fillPath', () => {
   it('sends each value as one percent-encoded segment', () => {
     const filled = (id: string) => fillPath(remove, { id });
-    expect(filled('a/b')).toBe('/ephemeral/v1/dev-servers/a%2Fb');
-    expect(filled('é x?#')).toBe('/ephemeral/v1/dev-servers/%C3%A9%20x%3F%23');
-    expect(filled('%2e%2e')).toBe('/ephemeral/v1/dev-servers/%252e%252e');
-    expect(filled('...')).toBe('/ephemeral/v1/dev-servers/...');
+    expect(filled('a/b')).toBe('/test/v1/items/a%2Fb');
+    expect(filled('é x?#')).toBe('/test/v1/items/%C3%A9%20x%3F%23');
+    expect(filled('%2e%2e')).toBe('/test/v1/items/%252e%252e');
+    expect(filled('...')).toBe('/test/v1/items/...');
   });
 
   it('refuses a value that cannot be one segment as BAD_USER_INPUT naming it', () => {
@@ -58,10 +58,10 @@ describe('routes with values in their path', () => {
     calls.length = 0;
     expect(await codeOf(h.client.send(remove, { id: 'a/b c' }, {}))).toBe('NOT_FOUND');
     expect(upstreamRequests(h.sandbox).map((r) => `${r.method} ${r.path}`)).toEqual([
-      'DELETE /ephemeral/v1/dev-servers/a%2Fb%20c',
+      'DELETE /test/v1/items/a%2Fb%20c',
     ]);
     // The metrics label, the span name, the breaker's key and extensions.upstreamCalls.
-    expect(calls.map((call) => call.route)).toEqual(['DELETE /ephemeral/v1/dev-servers/{id}']);
+    expect(calls.map((call) => call.route)).toEqual(['DELETE /test/v1/items/{id}']);
   });
 
   it('refuses a value that cannot be one segment before any call, and spends no budget', async () => {
@@ -86,7 +86,7 @@ describe('routes with values in their path', () => {
       open = resolve;
     });
     for (const id of ['a', 'b'])
-      h.sandbox.setFault(`GET /ephemeral/v1/dev-servers/${id}`, { status: 204, until });
+      h.sandbox.setFault(`GET /test/v1/items/${id}`, { status: 204, until });
     const joining = createInFlight(h.client, { enabled: true });
     const answers = ['a', 'b', 'a', 'b', 'a'].map((id) => joining.send(read, { id }, {}));
     await expect.poll(() => upstreamRequests(h.sandbox).length).toBe(2);
@@ -102,6 +102,6 @@ describe('routes with values in their path', () => {
       upstreamRequests(h.sandbox)
         .map((r) => r.path)
         .sort(),
-    ).toEqual(['/ephemeral/v1/dev-servers/a', '/ephemeral/v1/dev-servers/b']);
+    ).toEqual(['/test/v1/items/a', '/test/v1/items/b']);
   });
 });
