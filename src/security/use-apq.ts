@@ -1,6 +1,7 @@
 import { hash as hashOf } from 'node:crypto';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import { persistedQueryHash } from '../documents.js';
 import { FacadeError, persistedQueryNotFound } from '../errors.js';
 import { requestState } from '../request-state.js';
@@ -21,35 +22,32 @@ export interface ApqStore {
   set(hash: string, document: string): void | Promise<void>;
 }
 
+// What an entry holds in the heap beyond its two strings' characters: the strings' headers and
+// lru-cache's own (its map's entry, a slot in each of its arrays), as a forced collection's heap
+// growth measures it.
+const ENTRY_HEAP_BYTES = 160;
+
+/** A string's characters in the heap: a byte each, or two once one is past Latin-1. */
+const characterBytes = (text: string) =>
+  /[\u0100-\uffff]/.test(text) ? 2 * text.length : text.length;
+
 /**
- * The documents APQ has seen, least recently used first out, bounded by their total length in
- * UTF-16 code units (about bytes for a GraphQL document): the hashes come from any caller, so the
- * count alone would not bound the memory.
+ * The documents APQ has seen, least recently used first out (lru-cache), bounded by what they
+ * hold in the heap: the hashes come from any caller, so the count alone would not bound the
+ * memory.
  */
 export function createMemoryApqStore(maxBytes: number): ApqStore {
-  const documents = new Map<string, string>();
-  let size = 0;
-  const cost = (hash: string, document: string) => hash.length + document.length;
+  if (maxBytes === 0) return { kind: 'memory', get: () => null, set() {} };
+  const documents = new LRUCache<string, string>({
+    maxSize: maxBytes,
+    sizeCalculation: (document, hash) =>
+      characterBytes(hash) + characterBytes(document) + ENTRY_HEAP_BYTES,
+  });
   return {
     kind: 'memory',
-    get(hash) {
-      const document = documents.get(hash);
-      if (document === undefined) return null;
-      documents.delete(hash);
-      documents.set(hash, document);
-      return document;
-    },
+    get: (hash) => documents.get(hash) ?? null,
     set(hash, document) {
-      if (documents.has(hash)) return;
-      const added = cost(hash, document);
-      if (added > maxBytes) return;
-      documents.set(hash, document);
-      size += added;
-      for (const [oldest, text] of documents) {
-        if (size <= maxBytes) break;
-        documents.delete(oldest);
-        size -= cost(oldest, text);
-      }
+      if (!documents.has(hash)) documents.set(hash, document);
     },
   };
 }
