@@ -18,7 +18,7 @@ import {
   unexpectedFailure,
 } from './process/startup-errors.js';
 import { warmUp } from './process/warm-up.js';
-import { connectRedis } from './redis.js';
+import { connectRedis, type RedisConnection } from './redis.js';
 import { type ApqStore, createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
 import { createRateLimiter, type RateLimiter } from './security/use-rate-limit.js';
 import { VERSION } from './telemetry/build-info.js';
@@ -181,8 +181,8 @@ interface Started {
   client: UpstreamClient;
   health: Health;
   rateLimiter: RateLimiter | undefined;
-  /** The process's one Redis connection (rate limit and APQ), when REDIS_URL is set. */
-  redis: Redis | undefined;
+  /** The process's one Redis connection (rate limit, APQ, response cache), with REDIS_URL. */
+  redis: RedisConnection | undefined;
   redisReady: Promise<boolean> | undefined;
   apqStore: ApqStore | undefined;
   upstreamUrl: string;
@@ -238,19 +238,26 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
     tracer: tracing?.tracer,
   });
-  const health = createHealth({
-    probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
-    gate: link?.clusterReady,
-  });
   // One connection for every user of Redis, and none when nothing would use it.
   const usesRedis =
     config.rateLimit.points > 0 || config.apq.enabled || config.responseCache.enabled;
   const redis =
     config.rateLimit.redisUrl && usesRedis
-      ? await connectRedis(config.rateLimit.redisUrl, logger)
+      ? await connectRedis(config.rateLimit.redisUrl, {
+          timeoutMs: config.rateLimit.redisTimeoutMs,
+          logger,
+          onAvailability: (available) => metrics.observeRedis(available),
+          onMiss: (reason) => metrics.countRedisMiss(reason),
+        })
       : undefined;
+  if (redis) metrics.observeRedis(true);
+  const health = createHealth({
+    probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
+    gate: link?.clusterReady,
+    redis,
+  });
   const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
-  const redisReady = redis ? redisIsReady(redis, 5_000) : undefined;
+  const redisReady = redis ? redisIsReady(redis.client, 5_000) : undefined;
   const apqStore = !config.apq.enabled
     ? undefined
     : redis
@@ -258,7 +265,6 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
           ttlS: config.apq.ttlS,
           maxBytes: config.apq.redisBytes,
           memoryBytes: config.apq.cacheBytes,
-          logger,
         })
       : createMemoryApqStore(config.apq.cacheBytes);
   const responseStore =
@@ -266,7 +272,6 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
       ? createRedisResponseStore(redis, {
           redisBytes: config.responseCache.redisBytes,
           memoryBytes: config.responseCache.maxBytes,
-          logger,
         })
       : undefined;
   const yoga = createApp({

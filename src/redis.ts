@@ -1,16 +1,112 @@
+import {
+  BrokenCircuitError,
+  CircuitState,
+  ConsecutiveBreaker,
+  circuitBreaker,
+  handleAll,
+} from 'cockatiel';
 import type { Redis } from 'ioredis';
 import type { Logger } from './telemetry/logger.js';
 
+/** Why a command came back without Redis's answer: past its deadline, failed, or not sent. */
+export type RedisMiss = 'timeout' | 'error' | 'skipped';
+
 /**
- * The one Redis connection of a process (REDIS_URL), shared by the rate limit, the APQ store and
- * the response cache.
- * No offline queue and one retry: while Redis is away, calls fail at once and each user falls
- * back to memory, instead of requests queueing behind a dead connection.
+ * REDIS_TIMEOUT_MS's default: far longer than a healthy Redis takes to answer, too short for a
+ * request to notice.
  */
-export async function connectRedis(url: string, logger?: Logger): Promise<Redis> {
+export const REDIS_TIMEOUT_MS = 50;
+
+// Failures in a row that make Redis skipped, and for how long before one command tries it again.
+const FAILURES_TO_SKIP = 3;
+const SKIP_MS = 2_000;
+
+export interface RedisOptions {
+  /** REDIS_TIMEOUT_MS: how long a request waits for one command before it is a miss. */
+  timeoutMs: number;
+  logger?: Logger | undefined;
+  /** Told when Redis starts being skipped (false) and when it is used again (true). */
+  onAvailability?: ((available: boolean) => void) | undefined;
+  /** Told of every command that came back without Redis's answer. */
+  onMiss?: ((reason: RedisMiss) => void) | undefined;
+}
+
+/**
+ * The process's one Redis connection (REDIS_URL), shared by the rate limit, the APQ store and the
+ * response cache, and the one guard in front of it: Redis is a cache, never a dependency of a
+ * request. Every command a request waits on goes through `run`, which rejects past its deadline;
+ * after a few failures in a row Redis is skipped (cockatiel's circuit, as for the upstream) and
+ * `run` rejects at once, until one command alone tries it again. Each user falls back to memory
+ * on a rejection.
+ */
+export interface RedisConnection {
+  /** For defining scripts and for rate-limiter-flexible; its calls go through `run` too. */
+  readonly client: Redis;
+  /** False while Redis is skipped. */
+  readonly available: boolean;
+  run<T>(command: () => Promise<T>): Promise<T>;
+  disconnect(): void;
+}
+
+/**
+ * No offline queue and one retry: while Redis is away, calls fail at once instead of queueing
+ * behind a dead connection; a hung Redis is left behind by the deadline.
+ */
+export async function connectRedis(url: string, options: RedisOptions): Promise<RedisConnection> {
   // Loaded only when used: the Redis client is resident memory a memory-only replica never needs.
   const { Redis } = await import('ioredis');
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-  redis.on('error', (error: Error) => logger?.warn({ err: error }, 'Redis error'));
-  return redis;
+  const { logger } = options;
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: options.timeoutMs,
+  });
+  client.on('error', (error: Error) => logger?.warn({ err: error }, 'Redis error'));
+
+  const circuit = circuitBreaker(handleAll, {
+    halfOpenAfter: SKIP_MS,
+    breaker: new ConsecutiveBreaker(FAILURES_TO_SKIP),
+  });
+  let available = true;
+  // One line when Redis starts being skipped, not one per trial while it stays away.
+  circuit.onBreak(() => {
+    if (!available) return;
+    available = false;
+    logger?.warn(
+      { timeoutMs: options.timeoutMs, skipMs: SKIP_MS },
+      'Redis not answering; skipped for now, each process counts and keeps in memory',
+    );
+    options.onAvailability?.(false);
+  });
+  circuit.onReset(() => {
+    available = true;
+    logger?.info('Redis answering again');
+    options.onAvailability?.(true);
+  });
+  const missed = (error: unknown): never => {
+    options.onMiss?.(
+      error instanceof BrokenCircuitError
+        ? 'skipped'
+        : error instanceof Error && error.message === 'Command timed out'
+          ? 'timeout'
+          : 'error',
+    );
+    throw error;
+  };
+
+  return {
+    client,
+    get available() {
+      return available;
+    },
+    run(command) {
+      // cockatiel makes calls wait for a half-open circuit's trial; a request does not wait.
+      const attempt =
+        circuit.state === CircuitState.HalfOpen
+          ? Promise.reject(new BrokenCircuitError())
+          : circuit.execute(command);
+      return attempt.catch(missed);
+    },
+    disconnect: () => client.disconnect(),
+  };
 }

@@ -1,6 +1,5 @@
 import type { ExecutionResult } from 'graphql';
-import type { Redis } from 'ioredis';
-import type { Logger } from '../telemetry/logger.js';
+import type { RedisConnection } from '../redis.js';
 import {
   createMemoryResponseStore,
   keeping,
@@ -106,30 +105,19 @@ interface ResponseCommands {
  * and the response cache's own key space is bounded by `redisBytes` (answers, keys and an
  * allowance per answer), the soonest to expire out first: a flood of distinct queries can only
  * evict kept answers, never crowd out the rate limit's counters or APQ on the same Redis.
- * Redis failing is never the request's failure, as for APQ: a read that fails is a miss (then the
- * memory kept meanwhile), a write that fails is kept in memory, an eviction that fails is retried
- * by the entries' own expiry; one warning when Redis starts failing, one line when it answers
- * again.
+ * Redis failing or slow is never the request's failure, as for APQ: a read that fails or times out
+ * is a miss (then the memory kept meanwhile), a write that fails is kept in memory, an eviction
+ * that fails is retried by the entries' own expiry.
  */
 export function createRedisResponseStore(
-  redis: Redis,
-  options: { redisBytes: number; memoryBytes: number; logger?: Logger | undefined },
+  redis: RedisConnection,
+  options: { redisBytes: number; memoryBytes: number },
 ): ResponseStore {
-  redis.defineCommand('facadeResponseGet', { numberOfKeys: 1, lua: GET_SCRIPT });
-  redis.defineCommand('facadeResponseSet', { numberOfKeys: 5, lua: SET_SCRIPT });
-  redis.defineCommand('facadeResponseEvict', { numberOfKeys: 4, lua: EVICT_SCRIPT });
-  const commands = redis as unknown as ResponseCommands;
+  redis.client.defineCommand('facadeResponseGet', { numberOfKeys: 1, lua: GET_SCRIPT });
+  redis.client.defineCommand('facadeResponseSet', { numberOfKeys: 5, lua: SET_SCRIPT });
+  redis.client.defineCommand('facadeResponseEvict', { numberOfKeys: 4, lua: EVICT_SCRIPT });
+  const commands = redis.client as unknown as ResponseCommands;
   const memory = createMemoryResponseStore(options.memoryBytes);
-  let failing = false;
-  const warn = (error: unknown) => {
-    if (!failing)
-      options.logger?.warn({ err: error }, 'Response cache (Redis) failing; memory only');
-    failing = true;
-  };
-  const recovered = () => {
-    if (failing) options.logger?.info('Response cache (Redis) answering again');
-    failing = false;
-  };
   return {
     kind: 'redis',
     empty: false,
@@ -139,27 +127,26 @@ export function createRedisResponseStore(
       const ms = policy.maxAge * 1000;
       try {
         const value = `${policy.scope}\n${JSON.stringify(data)}`;
-        await commands.facadeResponseSet(
-          ...BOUND_KEYS,
-          PREFIX + key,
-          SESSION_PREFIX + sessionOf(key),
-          value,
-          ms,
-          Date.now(),
-          options.redisBytes,
-          ENTRY_OVERHEAD_BYTES,
-          PURGE_PER_WRITE,
+        await redis.run(() =>
+          commands.facadeResponseSet(
+            ...BOUND_KEYS,
+            PREFIX + key,
+            SESSION_PREFIX + sessionOf(key),
+            value,
+            ms,
+            Date.now(),
+            options.redisBytes,
+            ENTRY_OVERHEAD_BYTES,
+            PURGE_PER_WRITE,
+          ),
         );
-        recovered();
-      } catch (error) {
-        warn(error);
+      } catch {
         memory.set(key, data, since);
       }
     },
     async get(key) {
       try {
-        const found = await commands.facadeResponseGet(PREFIX + key);
-        recovered();
+        const found = await redis.run(() => commands.facadeResponseGet(PREFIX + key));
         if (!found) return null;
         const [value, msLeft] = found;
         const newline = value.indexOf('\n');
@@ -169,18 +156,18 @@ export function createRedisResponseStore(
         const text = value.slice(newline + 1);
         const { data, extensions } = JSON.parse(text) as ExecutionResult;
         return served(text, extensions, { maxAge: Number(msLeft) / 1000, scope }, 0, data);
-      } catch (error) {
-        warn(error);
+      } catch {
         return memory.get(key);
       }
     },
     async evictSession(session) {
       memory.evictSession(session);
       try {
-        await commands.facadeResponseEvict(...BOUND_KEYS, SESSION_PREFIX + session);
-        recovered();
-      } catch (error) {
-        warn(error);
+        await redis.run(() =>
+          commands.facadeResponseEvict(...BOUND_KEYS, SESSION_PREFIX + session),
+        );
+      } catch {
+        // Left to the answers' own expiry.
       }
     },
   };

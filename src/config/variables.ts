@@ -1,6 +1,7 @@
 // Every environment variable the facade reads, each declared once, nested as Config is. The few
 // values that follow from several variables are computed from these in src/config.ts.
 import { z } from 'zod';
+import { REDIS_TIMEOUT_MS } from '../redis.js';
 import { CACHEABLE_PATHS } from '../upstream/endpoints.js';
 import { UPSTREAM_LIMIT_HEADERS } from '../upstream/response-headers.js';
 import {
@@ -289,6 +290,10 @@ export const settingsSchema = z.object({
       default: 'unset: per-process memory',
       accepted: 'a `redis://` or `rediss://` URL',
       secret: true,
+    }),
+    redisTimeoutMs: variable('REDIS_TIMEOUT_MS', int(1, 10_000).default(REDIS_TIMEOUT_MS), {
+      section: 'rate-limits',
+      doc: "with `REDIS_URL`: how long a request waits for one Redis command; past it the command is a miss (the rate limit counts in memory, APQ and the response cache read their memory), and after a few misses in a row Redis is skipped for a while ([operations](operations.md#redis-rate-limits-and-apq))",
     }),
     trustProxy: variable('TRUST_PROXY', bool.default(false), {
       section: 'rate-limits',

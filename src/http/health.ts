@@ -6,6 +6,11 @@ export interface Health {
   readonly draining: boolean;
   /** Ready to serve: not draining and, when configured, the upstream accepts connections. */
   ready(): Promise<boolean>;
+  /**
+   * What readiness reports beside its status, of what the process does without when it fails:
+   * Redis, when configured. It never makes the process unready.
+   */
+  report(): { redis?: 'available' | 'unavailable' };
 }
 
 export interface HealthOptions {
@@ -14,6 +19,8 @@ export interface HealthOptions {
   probeTimeoutMs?: number;
   /** One more condition, e.g. that every worker of the cluster is ready. */
   gate?: (() => boolean) | undefined;
+  /** The Redis connection (src/redis.ts), when REDIS_URL is set. */
+  redis?: { readonly available: boolean } | undefined;
 }
 
 // A probe per readiness request would let anyone who can reach /readiness hammer the upstream.
@@ -39,6 +46,11 @@ export function createHealth(options: HealthOptions = {}): Health {
     async ready() {
       if (draining || (options.gate && !options.gate())) return false;
       return options.probeUrl ? probe(options.probeUrl) : true;
+    },
+    report() {
+      const { redis } = options;
+      if (!redis) return {};
+      return { redis: redis.available ? 'available' : 'unavailable' };
     },
   };
 }

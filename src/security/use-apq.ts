@@ -1,11 +1,10 @@
 import { hash as hashOf } from 'node:crypto';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
-import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { persistedQueryHash } from '../documents.js';
 import { FacadeError, persistedQueryNotFound } from '../errors.js';
+import type { RedisConnection } from '../redis.js';
 import { requestState } from '../request-state.js';
-import type { Logger } from '../telemetry/logger.js';
 
 /**
  * The longest document APQ keeps, in UTF-8 bytes. A longer one still runs when it is valid, but
@@ -130,33 +129,24 @@ interface ApqCommands {
  * used out first, so that a flood of registrations can only ever evict APQ's own documents and
  * never crowd out the rate limit's counters on the same Redis. A document is kept `ttlS` seconds
  * from its last use through Redis (a write, or a read that missed memory); an expired one no
- * longer answers, and the next write removes it from the count.
+ * longer answers, and a later write removes it from the count, a bounded number at a time.
  *
- * Redis failing is never the request's failure: a read that fails answers from memory (or not
- * found, which makes the client send the document again), a write that fails is kept in memory.
+ * Redis failing or slow is never the request's failure: a read that fails or times out answers
+ * from memory (or not found, which makes the client send the document again), a write that fails
+ * is kept in memory.
  */
 export function createRedisApqStore(
-  redis: Redis,
-  options: { ttlS: number; maxBytes: number; memoryBytes: number; logger?: Logger | undefined },
+  redis: RedisConnection,
+  options: { ttlS: number; maxBytes: number; memoryBytes: number },
 ): ApqStore {
-  redis.defineCommand('facadeApqGet', { numberOfKeys: KEYS.length, lua: GET_SCRIPT });
-  redis.defineCommand('facadeApqSet', { numberOfKeys: KEYS.length, lua: SET_SCRIPT });
-  const commands = redis as unknown as ApqCommands;
+  redis.client.defineCommand('facadeApqGet', { numberOfKeys: KEYS.length, lua: GET_SCRIPT });
+  redis.client.defineCommand('facadeApqSet', { numberOfKeys: KEYS.length, lua: SET_SCRIPT });
+  const commands = redis.client as unknown as ApqCommands;
   const memory = createMemoryApqStore(options.memoryBytes);
   const ttlMs = options.ttlS * 1000;
   const common = (hash: string) => {
     const now = Date.now();
     return [...KEYS, hash, now, now - ttlMs, ttlMs];
-  };
-  // One line when Redis starts failing, not one per request while it is away.
-  let failing = false;
-  const warn = (error: unknown) => {
-    if (!failing) options.logger?.warn({ err: error }, 'APQ store (Redis) failing; memory only');
-    failing = true;
-  };
-  const recovered = () => {
-    if (failing) options.logger?.info('APQ store (Redis) answering again');
-    failing = false;
   };
   return {
     kind: 'redis',
@@ -164,28 +154,27 @@ export function createRedisApqStore(
       const local = memory.get(hash);
       if (local) return local;
       try {
-        const stored = await commands.facadeApqGet(...common(hash));
-        recovered();
+        const stored = await redis.run(() => commands.facadeApqGet(...common(hash)));
         if (stored !== null) memory.set(hash, stored);
         return stored;
-      } catch (error) {
-        warn(error);
+      } catch {
         return null;
       }
     },
     async set(hash, document) {
       memory.set(hash, document);
       try {
-        await commands.facadeApqSet(
-          ...common(hash),
-          document,
-          options.maxBytes,
-          ENTRY_OVERHEAD_BYTES,
-          PURGE_PER_WRITE,
+        await redis.run(() =>
+          commands.facadeApqSet(
+            ...common(hash),
+            document,
+            options.maxBytes,
+            ENTRY_OVERHEAD_BYTES,
+            PURGE_PER_WRITE,
+          ),
         );
-        recovered();
-      } catch (error) {
-        warn(error);
+      } catch {
+        // Kept in memory alone.
       }
     },
   };

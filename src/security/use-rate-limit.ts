@@ -1,6 +1,5 @@
 import { isIP } from 'node:net';
 import type { Plugin } from 'graphql-yoga';
-import type { Redis } from 'ioredis';
 import {
   type RateLimiterAbstract,
   RateLimiterCluster,
@@ -11,15 +10,23 @@ import {
 import type { Config } from '../config.js';
 import { bearerToken, tokenId } from '../credentials.js';
 import { FacadeError } from '../errors.js';
-import { connectRedis } from '../redis.js';
+import { connectRedis, REDIS_TIMEOUT_MS, type RedisConnection } from '../redis.js';
 import type { Logger } from '../telemetry/logger.js';
+
+/** What a budget says of a request. */
+export interface Consumed {
+  /** Seconds until the request would be allowed; undefined when it is. */
+  retryAfter: number | undefined;
+  /** The store's answer (points left, ms until the window resets); undefined when none answered. */
+  res: RateLimiterRes | undefined;
+}
 
 export interface RateLimiter {
   readonly store: 'memory' | 'redis';
-  /** Takes `points` from a client's budget: undefined when allowed, else seconds until allowed. */
-  consume(key: string, points?: number): Promise<number | undefined>;
+  /** Takes `points` from a client's budget. */
+  consume(key: string, points?: number): Promise<Consumed>;
   /** The same from an address's ceiling, which holds whatever tokens its requests carry. */
-  consumeAddress(address: string, points?: number): Promise<number | undefined>;
+  consumeAddress(address: string, points?: number): Promise<Consumed>;
   /** Resolves true once the store can be used (Redis connected), false after `timeoutMs`. */
   ready(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
@@ -31,12 +38,27 @@ const CLUSTER_TIMEOUT_MS = 1_000;
 const ADDRESS_PREFIX = 'graphql-facade:rl-address';
 
 type Limits = Pick<Config['rateLimit'], 'points' | 'windowS' | 'redisUrl'> &
-  Partial<Pick<Config['rateLimit'], 'addressPoints'>>;
+  Partial<Pick<Config['rateLimit'], 'addressPoints' | 'redisTimeoutMs'>>;
+
+type Budget = (key: string, points: number) => Promise<Consumed>;
+
+const ALLOWED: Consumed = { retryAfter: undefined, res: undefined };
+
+/** A limiter's answer as a budget's: its refusal is an answer too, anything else is thrown. */
+function settle(attempt: Promise<RateLimiterRes>): Promise<Consumed> {
+  return attempt.then(
+    (res) => ({ retryAfter: undefined, res }),
+    (rejection: unknown) => {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      return { retryAfter: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)), res: rejection };
+    },
+  );
+}
 
 /**
  * Undefined when RATE_LIMIT_POINTS is 0. With REDIS_URL the counters live in Redis, shared by
- * every replica; if Redis is unreachable each replica falls back to its own memory counters
- * (an "insurance" limiter) rather than refusing or waving everyone through.
+ * every replica; while Redis fails, times out or is skipped (src/redis.ts) each replica counts in
+ * its own memory rather than refusing or waving everyone through.
  */
 export async function createRateLimiter(
   options: Limits,
@@ -44,7 +66,7 @@ export async function createRateLimiter(
   /** In a cluster worker: memory counters are kept by the primary, shared by every worker. */
   inCluster = false,
   /** The process's Redis connection (src/redis.ts); without one, a connection of its own. */
-  sharedRedis?: Redis,
+  sharedRedis?: RedisConnection,
 ): Promise<RateLimiter | undefined> {
   if (options.points === 0) return undefined;
   const budgets = {
@@ -56,29 +78,40 @@ export async function createRateLimiter(
     },
   };
   const noCeiling = budgets.address.points === 0;
+  const inMemory = (limits: typeof budgets.client): Budget => {
+    const limiter: RateLimiterAbstract = inCluster
+      ? new RateLimiterCluster({ ...limits, timeoutMs: CLUSTER_TIMEOUT_MS })
+      : new RateLimiterMemory(limits);
+    return (key, points) =>
+      settle(limiter.consume(key, points)).catch((error: unknown) => {
+        // No store answered: better to serve than to take the service down with the store.
+        logger?.error({ err: error }, 'rate limit check failed; request allowed');
+        return ALLOWED;
+      });
+  };
   if (!options.redisUrl) {
-    const inMemory = (limits: typeof budgets.client) =>
-      inCluster
-        ? new RateLimiterCluster({ ...limits, timeoutMs: CLUSTER_TIMEOUT_MS })
-        : new RateLimiterMemory(limits);
     return wrap({
       store: 'memory',
       client: inMemory(budgets.client),
       address: noCeiling ? undefined : inMemory(budgets.address),
       close: async () => {},
-      logger,
     });
   }
 
-  // While Redis is away, calls fail at once (connectRedis's settings) and the insurance limiter
-  // answers.
-  const redis = sharedRedis ?? (await connectRedis(options.redisUrl, logger));
-  const inRedis = (limits: typeof budgets.client) =>
-    new RateLimiterRedis({
-      ...limits,
-      storeClient: redis,
-      insuranceLimiter: new RateLimiterMemory(limits),
-    });
+  const redis =
+    sharedRedis ??
+    (await connectRedis(options.redisUrl, {
+      timeoutMs: options.redisTimeoutMs ?? REDIS_TIMEOUT_MS,
+      logger,
+    }));
+  // Memory counters count what Redis does not answer, as rate-limiter-flexible's insurance limiter
+  // would, but without sending Redis a command while it is skipped.
+  const inRedis = (limits: typeof budgets.client): Budget => {
+    const limiter = new RateLimiterRedis({ ...limits, storeClient: redis.client });
+    const fallback = inMemory(limits);
+    return (key, points) =>
+      redis.run(() => settle(limiter.consume(key, points))).catch(() => fallback(key, points));
+  };
   return wrap({
     store: 'redis',
     client: inRedis(budgets.client),
@@ -87,42 +120,31 @@ export async function createRateLimiter(
     close: async () => {
       if (!sharedRedis) redis.disconnect();
     },
-    logger,
     redis,
   });
 }
 
 interface Stores {
   store: 'memory' | 'redis';
-  client: RateLimiterAbstract;
-  address: RateLimiterAbstract | undefined;
+  client: Budget;
+  address: Budget | undefined;
   close: () => Promise<void>;
-  logger: Logger | undefined;
-  redis?: Redis;
+  redis?: RedisConnection;
 }
 
-function wrap({ store, client, address, close, logger, redis }: Stores): RateLimiter {
-  const refused = (rejection: unknown) => {
-    if (rejection instanceof RateLimiterRes)
-      return Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-    // Neither store answered: better to serve than to take the service down with the store.
-    logger?.error({ err: rejection }, 'rate limit check failed; request allowed');
-    return undefined;
-  };
-  const allowed = () => undefined;
-  const consume = (limiter: RateLimiterAbstract, key: string, points: number) =>
-    limiter.consume(key, points).then(allowed, refused);
+function wrap({ store, client, address, close, redis }: Stores): RateLimiter {
   return {
     store,
-    consume: (key, points = 1) => consume(client, key, points),
+    consume: (key, points = 1) => client(key, points),
     consumeAddress: (key, points = 1) =>
-      address ? consume(address, key, points) : Promise.resolve(undefined),
+      address ? address(key, points) : Promise.resolve(ALLOWED),
     close,
     ready(timeoutMs) {
-      if (!redis || redis.status === 'ready') return Promise.resolve(true);
+      const connection = redis?.client;
+      if (!connection || connection.status === 'ready') return Promise.resolve(true);
       return new Promise((resolve) => {
         const timer = setTimeout(() => resolve(false), timeoutMs);
-        redis.once('ready', () => {
+        connection.once('ready', () => {
           clearTimeout(timer);
           resolve(true);
         });
@@ -221,9 +243,11 @@ export function useRateLimit(limiter: RateLimiter, options: ClientKeyOptions): P
   };
   const take = (keys: ClientKeys, points: number): Promise<void> => {
     const client = limiter.consume(keys.client, points);
-    if (keys.address === undefined) return client.then(refuseIfWaiting);
+    if (keys.address === undefined)
+      return client.then(({ retryAfter }) => refuseIfWaiting(retryAfter));
     return Promise.all([client, limiter.consumeAddress(keys.address, points)]).then(
-      ([forClient, forAddress]) => refuseIfWaiting(Math.max(forClient ?? 0, forAddress ?? 0)),
+      ([forClient, forAddress]) =>
+        refuseIfWaiting(Math.max(forClient.retryAfter ?? 0, forAddress.retryAfter ?? 0)),
     );
   };
   return {

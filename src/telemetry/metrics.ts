@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { RedisMiss } from '../redis.js';
 import type { BreakerState } from '../upstream/breaker.js';
 import type { CompletedCall } from '../upstream/client.js';
 import { VERSION } from './build-info.js';
@@ -18,6 +19,10 @@ export interface Metrics {
   observeOperation(type: string | undefined, name: string | undefined, seconds: number): void;
   /** One executed operation by the client that sent it (`apollographql-client-name` / `-version`). */
   countClientOperation(client: ClientIdentity): void;
+  /** Wired to the Redis connection (src/redis.ts): whether Redis is used or skipped. */
+  observeRedis(available: boolean): void;
+  /** Wired to the Redis connection: a command that came back without Redis's answer. */
+  countRedisMiss(reason: RedisMiss): void;
 }
 
 /** What a caller says it is, from Apollo's client identity headers; bounded strings. */
@@ -122,8 +127,28 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers: [registry],
   });
 
+  // Registered with the connection's first report: a process without Redis has no such series.
+  let redisAvailable: Gauge | undefined;
+  const redisMisses = new Counter({
+    name: 'redis_commands_missed_total',
+    help: "Redis commands a request went on without Redis's answer to, by reason: timeout (past REDIS_TIMEOUT_MS), error, or skipped (Redis is being skipped after failures)",
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+
   return {
     registry,
+    observeRedis(available) {
+      redisAvailable ??= new Gauge({
+        name: 'redis_available',
+        help: 'Whether Redis is used: 1, or 0 while it is skipped after failures and each process counts and keeps in memory',
+        registers: [registry],
+      });
+      redisAvailable.set(available ? 1 : 0);
+    },
+    countRedisMiss(reason) {
+      redisMisses.inc({ reason });
+    },
     countClientOperation({ name = 'unknown', version = 'unknown' }) {
       if (clientPair(`${name}\u0000${version}`) === OTHER) {
         clientOperations.inc({ clientName: OTHER, clientVersion: OTHER });

@@ -201,8 +201,12 @@ describe('rate limits, in memory', () => {
       windowS: 60,
       redisUrl: undefined,
     })) as RateLimiter;
-    expect(await one.consume('t:x')).toBeUndefined();
-    expect(await one.consume('t:x')).toBe(60);
+    expect((await one.consume('t:x')).retryAfter).toBeUndefined();
+    const refused = await one.consume('t:x');
+    expect(refused.retryAfter).toBe(60);
+    // What the store said, for headers that report the budget.
+    expect(refused.res?.remainingPoints).toBe(0);
+    expect(refused.res?.msBeforeNext).toBeGreaterThan(59_000);
   });
 
   it('holds no address to a ceiling with RATE_LIMIT_ADDRESS_POINTS=0', async () => {
@@ -213,7 +217,7 @@ describe('rate limits, in memory', () => {
       redisUrl: undefined,
     })) as RateLimiter;
     const waits = [];
-    for (let i = 0; i < 3; i++) waits.push(await open.consumeAddress('192.0.2.1'));
+    for (let i = 0; i < 3; i++) waits.push((await open.consumeAddress('192.0.2.1')).retryAfter);
     expect(waits).toEqual([undefined, undefined, undefined]);
   });
 
@@ -228,7 +232,7 @@ describe('rate limits, in memory', () => {
       expect(fallback?.store).toBe('redis');
       expect(await fallback?.ready(200)).toBe(false);
       const waits = [];
-      for (let i = 0; i < 3; i++) waits.push(await fallback?.consume('t:x'));
+      for (let i = 0; i < 3; i++) waits.push((await fallback?.consume('t:x'))?.retryAfter);
       expect(waits.slice(0, 2)).toEqual([undefined, undefined]);
       expect(waits[2]).toBeGreaterThanOrEqual(1);
     } finally {
@@ -349,15 +353,15 @@ describe.skipIf(!hasRedis)('rate limits, in Redis', () => {
     expect(await limiter.ready(5_000)).toBe(true);
     // Already connected: answered at once.
     expect(await limiter.ready(50)).toBe(true);
-    expect(await limiter.consume('t:redis')).toBeUndefined();
-    expect(await limiter.consume('t:redis')).toBe(60);
+    expect((await limiter.consume('t:redis')).retryAfter).toBeUndefined();
+    expect((await limiter.consume('t:redis')).retryAfter).toBe(60);
     await limiter.close();
     // The connection ends with its socket's close, a moment after disconnect().
     await vi.waitFor(async () => expect(await limiter.ready(10)).toBe(false));
   });
 
   it('leaves a shared connection open for its owner to close', async () => {
-    const shared = await connectRedis(url);
+    const shared = await connectRedis(url, { timeoutMs: 2_000 });
     try {
       const limiter = (await createRateLimiter(
         { points: 1, windowS: 60, redisUrl: url },
@@ -367,8 +371,8 @@ describe.skipIf(!hasRedis)('rate limits, in Redis', () => {
       )) as RateLimiter;
       expect(await limiter.ready(5_000)).toBe(true);
       await limiter.close();
-      expect(await shared.ping()).toBe('PONG');
-      expect(shared.status).toBe('ready');
+      expect(await shared.client.ping()).toBe('PONG');
+      expect(shared.client.status).toBe('ready');
       expect(await limiter.ready(50)).toBe(true);
     } finally {
       shared.disconnect();

@@ -3,11 +3,19 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisConnection } from '../../src/redis.js';
 import { createRedisApqStore } from '../../src/security/use-apq.js';
 import { createRateLimiter } from '../../src/security/use-rate-limit.js';
 import { useHarness } from '../helpers/harness.js';
 import { startFacade } from '../helpers/process.js';
-import { connected, hasRedis, startRedis, stopRedis } from '../helpers/redis.js';
+import {
+  connected,
+  hasRedis,
+  inspector,
+  startRedis,
+  stopRedis,
+  usedMemory,
+} from '../helpers/redis.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const apq = (hash: string) => ({ persistedQuery: { version: 1, sha256Hash: hash } });
@@ -44,9 +52,6 @@ const DOCUMENTS = 'graphql-facade:apq:documents';
 const USED = 'graphql-facade:apq:used';
 const BYTES = 'graphql-facade:apq:bytes';
 
-const usedMemory = async (redis: Redis) =>
-  Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
-
 describe('APQ documents in Redis, shared by two replicas', () => {
   it.runIf(!hasRedis && process.env.CI === 'true')('needs redis-server in CI', () => {
     expect.fail('redis-server is not installed: .ci/run installs Debian\'s "redis-server"');
@@ -56,17 +61,19 @@ describe('APQ documents in Redis, shared by two replicas', () => {
     const h = useHarness();
     let redisProcess: ChildProcess | undefined;
     // One connection per replica, as each facade process has its own.
-    const connections: Redis[] = [];
+    const connections: RedisConnection[] = [];
+    let redis: Redis;
     let a: App;
     let b: App;
     let redisUrl: string;
 
     beforeAll(async () => {
-      const redis = await startRedis();
-      redisProcess = redis.process;
-      redisUrl = redis.url;
+      const started = await startRedis();
+      redisProcess = started.process;
+      redisUrl = started.url;
       connections.push(await connected(redisUrl), await connected(redisUrl));
-      const [first, second] = connections as [Redis, Redis];
+      redis = await inspector(redisUrl);
+      const [first, second] = connections as [RedisConnection, RedisConnection];
       const options = { ttlS: 120, maxBytes: 1024 * 1024, memoryBytes: 1024 * 1024 };
       a = h.createApp({ apqStore: createRedisApqStore(first, options) });
       b = h.createApp({ apqStore: createRedisApqStore(second, options) });
@@ -74,6 +81,7 @@ describe('APQ documents in Redis, shared by two replicas', () => {
 
     afterAll(async () => {
       for (const connection of connections) connection.disconnect();
+      redis?.disconnect();
       await stopRedis(redisProcess);
     });
 
@@ -89,7 +97,6 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       expect(status).toBe(200);
       expect(body.errors).toBeUndefined();
       expect(body.data?.repositories).toMatchObject({ total: expect.any(Number) });
-      const redis = connections[0] as Redis;
       expect(await redis.hget(DOCUMENTS, hash)).toBe(first);
       for (const key of [DOCUMENTS, USED, BYTES]) {
         const ttl = await redis.ttl(key);
@@ -103,7 +110,7 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       const { status, body } = await post(a, { query: second, extensions: apq(wrong) });
       expect(status).toBe(400);
       expect(codeOf(body)).toBe('BAD_USER_INPUT');
-      expect(await (connections[0] as Redis).hexists(DOCUMENTS, wrong)).toBe(0);
+      expect(await redis.hexists(DOCUMENTS, wrong)).toBe(0);
     });
 
     it('shares documents with a facade process started with REDIS_URL', async () => {
@@ -141,7 +148,7 @@ describe('APQ documents in Redis, shared by two replicas', () => {
         redisProcess?.exitCode === null ? redisProcess.once('exit', resolve) : resolve(null),
       );
       await expect
-        .poll(() => connections.every((connection) => connection.status !== 'ready'))
+        .poll(() => connections.every((connection) => connection.client.status !== 'ready'))
         .toBe(true);
 
       // What a replica has in memory still answers.
@@ -165,6 +172,7 @@ describe('APQ in Redis beside the rate limit', () => {
   describe.skipIf(!hasRedis)('with a real redis-server that evicts any key when full', () => {
     const h = useHarness();
     let redisProcess: ChildProcess | undefined;
+    let connection: RedisConnection;
     let redis: Redis;
     // APQ's bound far under Redis's maxmemory, as docs/operations.md asks.
     const maxBytes = 256 * 1024;
@@ -178,10 +186,12 @@ describe('APQ in Redis beside the rate limit', () => {
         'allkeys-lru',
       ]);
       redisProcess = started.process;
-      redis = await connected(started.url);
+      connection = await connected(started.url);
+      redis = await inspector(started.url);
     }, 30_000);
 
     afterAll(async () => {
+      connection?.disconnect();
       redis?.disconnect();
       await stopRedis(redisProcess);
     });
@@ -192,17 +202,17 @@ describe('APQ in Redis beside the rate limit', () => {
         { points: 100, windowS: 600, redisUrl: 'redis://unused' },
         undefined,
         false,
-        redis,
+        connection,
       );
       const caller = `caller-${Math.random()}`;
-      expect(await limiter?.consume(caller, 5)).toBeUndefined();
+      expect((await limiter?.consume(caller, 5))?.retryAfter).toBeUndefined();
       return { key: `graphql-facade:rl:${caller}`, points: '5' };
     }
 
     it('stores nothing of a flood of text that is not GraphQL sent with its hashes', async () => {
       const budget = await spentBudget();
       const app = h.createApp({
-        apqStore: createRedisApqStore(redis, { ttlS: 86_400, maxBytes, memoryBytes: 0 }),
+        apqStore: createRedisApqStore(connection, { ttlS: 86_400, maxBytes, memoryBytes: 0 }),
       });
       const before = await usedMemory(redis);
       // Just under MAX_BODY_BYTES each, more than maxmemory in all.
@@ -220,8 +230,8 @@ describe('APQ in Redis beside the rate limit', () => {
       const budget = await spentBudget();
       // Two replicas with no memory in front: every read reaches Redis.
       const options = { ttlS: 86_400, maxBytes, memoryBytes: 0 };
-      const a = h.createApp({ apqStore: createRedisApqStore(redis, options) });
-      const b = h.createApp({ apqStore: createRedisApqStore(redis, options) });
+      const a = h.createApp({ apqStore: createRedisApqStore(connection, options) });
+      const b = h.createApp({ apqStore: createRedisApqStore(connection, options) });
       const document = (i: number) =>
         `query Padded${i} { repositories(limit: 1) { total } }`.padEnd(16 * 1024, ' ');
       const register = async (app: App, i: number) => {
@@ -259,8 +269,42 @@ describe('APQ in Redis beside the rate limit', () => {
       expect(await redis.get(budget.key)).toBe(budget.points);
     });
 
+    // APQ_REDIS_BYTES promises Redis's memory, whatever the documents look like: each shape is
+    // written past twice what the bound holds.
+    it.each([
+      { shape: 'tiny documents', count: 30_000, size: 8 },
+      { shape: 'documents of 1 kB', count: 9_000, size: 1_000 },
+      { shape: 'documents of 64 kB', count: 130, size: 64 * 1024 - 100 },
+    ])(
+      'grows Redis by its bound within 1.5 times: $shape',
+      async ({ count, size }) => {
+        const bound = 4 * 1024 * 1024;
+        const store = createRedisApqStore(connection, {
+          ttlS: 600,
+          maxBytes: bound,
+          memoryBytes: 0,
+        });
+        await store.set(sha256('{ warm }'), '{ warm }');
+        await redis.del(DOCUMENTS, USED, BYTES);
+        const before = await usedMemory(redis);
+        for (let i = 0; i < count; i += 250) {
+          const batch: Array<void | Promise<void>> = [];
+          for (let j = i; j < Math.min(count, i + 250); j++) {
+            const document = `{ q${j} }`.padEnd(size, ' ');
+            batch.push(store.set(sha256(document), document));
+          }
+          await Promise.all(batch);
+        }
+        const grown = (await usedMemory(redis)) - before;
+        expect(grown).toBeGreaterThan(bound / 1.5);
+        expect(grown).toBeLessThan(bound * 1.5);
+        await redis.del(DOCUMENTS, USED, BYTES);
+      },
+      60_000,
+    );
+
     it('stops counting a document once it has expired, and no longer answers with it', async () => {
-      const store = createRedisApqStore(redis, { ttlS: 1, maxBytes, memoryBytes: 0 });
+      const store = createRedisApqStore(connection, { ttlS: 1, maxBytes, memoryBytes: 0 });
       await redis.del(DOCUMENTS, USED, BYTES);
       const documents = ['{ a }', '{ bb }', '{ ccc }'];
       const [first, second, third] = documents.map((text) => sha256(text)) as [

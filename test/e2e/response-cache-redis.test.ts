@@ -5,9 +5,10 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ANSWER_POLICY, type WithPolicy } from '../../src/cache/hints.js';
 import { createRedisResponseStore } from '../../src/cache/redis-store.js';
+import type { RedisConnection } from '../../src/redis.js';
 import { checkCacheIsolation, TENANT } from '../helpers/cache-isolation.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
-import { connected, hasRedis, startRedis, stopRedis } from '../helpers/redis.js';
+import { connected, hasRedis, inspector, startRedis, stopRedis } from '../helpers/redis.js';
 
 fc.configureGlobal({ ...fc.readConfigureGlobal(), seed: inject('fcSeed') });
 
@@ -23,22 +24,25 @@ describe('response cache in Redis', () => {
     });
     let redisProcess: ChildProcess | undefined;
     // One connection per replica, as each facade process has its own.
-    const connections: Redis[] = [];
+    const connections: RedisConnection[] = [];
+    let look: Redis;
 
     beforeAll(async () => {
       const redis = await startRedis();
       redisProcess = redis.process;
       connections.push(await connected(redis.url), await connected(redis.url));
+      look = await inspector(redis.url);
     }, 30_000);
 
     afterAll(async () => {
       for (const connection of connections) connection.disconnect();
+      look?.disconnect();
       await stopRedis(redisProcess);
     });
 
     const replica = (index: 0 | 1, redisBytes = 1024 * 1024) =>
       h.createApp({
-        responseStore: createRedisResponseStore(connections[index] as Redis, {
+        responseStore: createRedisResponseStore(connections[index] as RedisConnection, {
           redisBytes,
           memoryBytes: MEMORY_BYTES,
         }),
@@ -47,7 +51,7 @@ describe('response cache in Redis', () => {
     it("never serves a caller an answer made for another's credential or forwarded headers", async () => {
       const hits = await checkCacheIsolation({
         cached: async () => {
-          await connections[0]?.flushdb();
+          await look.flushdb();
           return replica(0);
         },
         uncached: h.createApp({ config: { responseCache: { enabled: false, maxBytes: 0 } } }),
@@ -57,7 +61,7 @@ describe('response cache in Redis', () => {
     });
 
     it("shares one replica's kept answer with another, and a mutation evicts it for both", async () => {
-      await connections[0]?.flushdb();
+      await look.flushdb();
       const [a, b] = [replica(0), replica(1)];
       const caller = { authorization: 'Bearer shared' };
       const first = await postGraphQL(a, LIST, undefined, caller);
@@ -78,8 +82,7 @@ describe('response cache in Redis', () => {
     });
 
     it('bounds its own key space, evicting the answers soonest to expire', async () => {
-      const redis = connections[0] as Redis;
-      await redis.flushdb();
+      await look.flushdb();
       // Room for about three answers of a few hundred bytes each, with their allowance.
       const app = replica(0, 3 * 900);
       for (const token of ['a', 'b', 'c', 'd', 'e', 'f']) {
@@ -88,18 +91,20 @@ describe('response cache in Redis', () => {
         });
         expect(answer.errors).toBeUndefined();
       }
-      const counted = Number(await redis.get('graphql-facade:response-bytes'));
+      const counted = Number(await look.get('graphql-facade:response-bytes'));
       expect(counted).toBeGreaterThan(0);
       expect(counted).toBeLessThanOrEqual(3 * 900);
-      const kept = await redis.keys('graphql-facade:response:*');
+      const kept = await look.keys('graphql-facade:response:*');
       expect(kept.length).toBeGreaterThan(0);
       expect(kept.length).toBeLessThan(6);
     });
 
     it('serves a kept answer as its text, and reads a value of another form as a miss', async () => {
-      const redis = connections[0] as Redis;
-      await redis.flushdb();
-      const store = createRedisResponseStore(redis, { redisBytes: 1024 * 1024, memoryBytes: 0 });
+      await look.flushdb();
+      const store = createRedisResponseStore(connections[0] as RedisConnection, {
+        redisBytes: 1024 * 1024,
+        memoryBytes: 0,
+      });
       const answer = { data: { n: 1 }, [ANSWER_POLICY]: { maxAge: 60, scope: 'PRIVATE' } };
       await store.set('session:kept', answer as ExecutionResult, 0);
       const kept = (await store.get('session:kept')) as ExecutionResult & { stringify(): string };
@@ -108,7 +113,7 @@ describe('response cache in Redis', () => {
       expect((kept as WithPolicy)[ANSWER_POLICY]).toMatchObject({ scope: 'PRIVATE' });
 
       // As an older version wrote its answers: one JSON object with the scope inside.
-      await redis.set(
+      await look.set(
         'graphql-facade:response:session:old',
         JSON.stringify({ result: { data: { n: 2 } }, scope: 'PRIVATE' }),
         'PX',
@@ -123,7 +128,7 @@ describe('response cache in Redis', () => {
       const before = await postGraphQL(app, LIST, undefined, caller);
       await stopRedis(redisProcess);
       await expect
-        .poll(() => connections.every((connection) => connection.status !== 'ready'))
+        .poll(() => connections.every((connection) => connection.client.status !== 'ready'))
         .toBe(true);
       h.sandbox.clearRequests();
 

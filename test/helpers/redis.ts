@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
-import { connectRedis } from '../../src/redis.js';
+import { Redis } from 'ioredis';
+import { connectRedis, type RedisConnection, type RedisOptions } from '../../src/redis.js';
 import { freePort, waitForPort } from './net.js';
 
 /**
@@ -37,9 +37,29 @@ export async function stopRedis(child: ChildProcess | undefined): Promise<void> 
   await Promise.race([new Promise((resolve) => child.once('exit', resolve)), sleep(5_000)]);
 }
 
-/** Connected, since with no offline queue a command before then fails (and falls back). */
-export async function connected(url: string): Promise<Redis> {
-  const connection = await connectRedis(url);
+/**
+ * The facade's connection, connected, since with no offline queue a command before then fails (and
+ * falls back). Its deadline is generous unless a test is about it: a loaded test machine can make
+ * a healthy Redis answer late.
+ */
+export async function connected(
+  url: string,
+  options: Partial<RedisOptions> = {},
+): Promise<RedisConnection> {
+  const connection = await connectRedis(url, { timeoutMs: 2_000, ...options });
+  if (connection.client.status !== 'ready') await once(connection.client, 'ready');
+  return connection;
+}
+
+/** A plain connection of the test's own, to look at what the facade keeps: no deadline. */
+export async function inspector(url: string): Promise<Redis> {
+  const connection = new Redis(url, { maxRetriesPerRequest: 1 });
+  connection.on('error', () => {});
   if (connection.status !== 'ready') await once(connection, 'ready');
   return connection;
+}
+
+/** INFO memory's used_memory: what Redis's allocator holds. */
+export async function usedMemory(redis: Redis): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
 }
