@@ -83,36 +83,48 @@ describe('response cache in Redis', () => {
 
     it('bounds its own key space, evicting the answers soonest to expire', async () => {
       await look.flushdb();
-      // Room for about three answers of a few hundred bytes each, with their allowance.
-      const app = replica(0, 3 * 900);
+      // Room for about three answers of this size, with their allowance.
+      const app = replica(0, 3 * 1_100);
       for (const token of ['a', 'b', 'c', 'd', 'e', 'f']) {
         const answer = await postGraphQL(app, LIST, undefined, {
           authorization: `Bearer ${token}`,
         });
         expect(answer.errors).toBeUndefined();
       }
-      const counted = Number(await look.get('graphql-facade:response-bytes'));
-      expect(counted).toBeGreaterThan(0);
-      expect(counted).toBeLessThanOrEqual(3 * 900);
+      const counted = Number(await look.get('graphql-facade:response-index:bytes'));
+      expect(counted).toBeGreaterThan(1_100);
+      expect(counted).toBeLessThanOrEqual(3 * 1_100);
       const kept = await look.keys('graphql-facade:response:*');
-      expect(kept.length).toBeGreaterThan(0);
+      expect(kept.length).toBeGreaterThan(1);
       expect(kept.length).toBeLessThan(6);
+      // The index holds what Redis holds, and every one of its keys expires by itself.
+      expect(await look.zcard('graphql-facade:response-index:expiry')).toBe(kept.length);
+      for (const key of [
+        'graphql-facade:response-index:sizes',
+        'graphql-facade:response-index:expiry',
+        'graphql-facade:response-index:bytes',
+        'graphql-facade:response-index:sessions',
+        ...kept,
+      ])
+        expect(await look.pttl(key)).toBeGreaterThan(0);
     });
 
-    it('serves a kept answer as its text, and reads a value of another form as a miss', async () => {
+    it('serves a kept answer as its text with its whole policy, and reads a value of another form as a miss', async () => {
       await look.flushdb();
       const store = createRedisResponseStore(connections[0] as RedisConnection, {
         redisBytes: 1024 * 1024,
         memoryBytes: 0,
       });
-      const answer = { data: { n: 1 }, [ANSWER_POLICY]: { maxAge: 60, scope: 'PRIVATE' } };
-      await store.set('session:kept', answer as ExecutionResult, 0);
+      const policy = { maxAge: 60, privateMaxAge: 30, scope: 'PUBLIC' };
+      const answer = { data: { n: 1 }, [ANSWER_POLICY]: policy };
+      await store.set('session:kept', answer as ExecutionResult, Date.now());
       const kept = (await store.get('session:kept')) as ExecutionResult & { stringify(): string };
       expect(kept.data).toEqual({ n: 1 });
       expect(kept.stringify()).toBe('{"data":{"n":1}}');
-      expect((kept as WithPolicy)[ANSWER_POLICY]).toMatchObject({ scope: 'PRIVATE' });
+      expect((kept as WithPolicy)[ANSWER_POLICY]).toEqual(policy);
 
-      // As an older version wrote its answers: one JSON object with the scope inside.
+      // As older versions wrote their answers: one JSON object with the scope inside, then the
+      // scope alone on a line before the text.
       await look.set(
         'graphql-facade:response:session:old',
         JSON.stringify({ result: { data: { n: 2 } }, scope: 'PRIVATE' }),
@@ -120,6 +132,8 @@ describe('response cache in Redis', () => {
         60_000,
       );
       expect(await store.get('session:old')).toBeNull();
+      await look.set('graphql-facade:response:session:older', 'PUBLIC\n{"data":{"n":3}}');
+      expect(await store.get('session:older')).toBeNull();
     });
 
     it('answers right, never with an error, while Redis is gone', async () => {
