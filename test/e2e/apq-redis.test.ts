@@ -114,7 +114,8 @@ describe('APQ documents in Redis, shared by two replicas', () => {
     });
 
     it('shares documents with a facade process started with REDIS_URL', async () => {
-      const facade = await startFacade({ REDIS_URL: redisUrl });
+      // A deadline a loaded test machine cannot miss: what is tested here is the sharing.
+      const facade = await startFacade({ REDIS_URL: redisUrl, REDIS_TIMEOUT_MS: '2000' });
       try {
         await expect
           .poll(() => facade.lines.some((line) => line.store === 'redis'), { timeout: 5_000 })
