@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { APQ_MAX_DOCUMENT_BYTES, createMemoryApqStore } from '../../src/security/use-apq.js';
+import { APQ_MAX_DOCUMENT_BYTES } from '../../src/security/use-apq.js';
 import { documentIdOf } from '../../src/security/use-trusted-documents.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
@@ -348,24 +348,6 @@ describe('automatic persisted queries, in memory', () => {
     const { status, body } = await post(h.app, { documentId: hash });
     expect(status).toBe(400);
     expect(codeOf(body)).toBe('BAD_USER_INPUT');
-  });
-});
-
-describe('the memory APQ store', () => {
-  it('keeps the most recently used documents within its byte bound', async () => {
-    const store = createMemoryApqStore(100);
-    const doc = (n: number) => `{ a${n} }`.padEnd(40, ' ');
-    // Each entry costs its hash (1 character here) and its document (40).
-    await store.set('1', doc(1));
-    await store.set('2', doc(2));
-    expect(await store.get('1')).toBe(doc(1));
-    await store.set('3', doc(3));
-    expect(await store.get('2')).toBeNull();
-    expect(await store.get('1')).toBe(doc(1));
-    expect(await store.get('3')).toBe(doc(3));
-    // A document larger than the whole bound is not kept.
-    await store.set('4', 'x'.repeat(200));
-    expect(await store.get('4')).toBeNull();
   });
 });
 
