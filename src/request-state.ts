@@ -45,6 +45,19 @@ export interface RequestState {
    * the answer passes back (src/http/use-upstream-headers.ts).
    */
   upstreamCalls: Array<readonly CompletedCall[]> | undefined;
+  /** What the facade's own rate limit counted of this request, for its RateLimit headers. */
+  rateLimit: RateLimitState | undefined;
+}
+
+/** A budget's state after this request took from it: its quota and what is left. */
+export interface RateLimitState {
+  policies: Array<{
+    name: string;
+    quota: number;
+    windowS: number;
+    remaining: number;
+    resetS: number;
+  }>;
 }
 
 export interface RequestLogRecord {
@@ -80,6 +93,7 @@ export function requestState(request: Request): RequestState {
       cachePolicy: undefined,
       responseCache: undefined,
       upstreamCalls: undefined,
+      rateLimit: undefined,
     };
     carrier[STATE] = state;
   }

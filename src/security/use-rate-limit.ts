@@ -11,6 +11,7 @@ import type { Config } from '../config.js';
 import { bearerToken, tokenId } from '../credentials.js';
 import { FacadeError } from '../errors.js';
 import { connectRedis, REDIS_TIMEOUT_MS, type RedisConnection } from '../redis.js';
+import { type RateLimitState, requestState } from '../request-state.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** What a budget says of a request. */
@@ -23,6 +24,8 @@ export interface Consumed {
 
 export interface RateLimiter {
   readonly store: 'memory' | 'redis';
+  /** The budgets' sizes, as the RateLimit-Policy header states them. */
+  readonly quota: Quota;
   /** Takes `points` from a client's budget. */
   consume(key: string, points?: number): Promise<Consumed>;
   /** The same from an address's ceiling, which holds whatever tokens its requests carry. */
@@ -78,6 +81,11 @@ export async function createRateLimiter(
     },
   };
   const noCeiling = budgets.address.points === 0;
+  const quota: Quota = {
+    points: options.points,
+    addressPoints: budgets.address.points,
+    windowS: options.windowS,
+  };
   const inMemory = (limits: typeof budgets.client): Budget => {
     const limiter: RateLimiterAbstract = inCluster
       ? new RateLimiterCluster({ ...limits, timeoutMs: CLUSTER_TIMEOUT_MS })
@@ -92,6 +100,7 @@ export async function createRateLimiter(
   if (!options.redisUrl) {
     return wrap({
       store: 'memory',
+      quota,
       client: inMemory(budgets.client),
       address: noCeiling ? undefined : inMemory(budgets.address),
       close: async () => {},
@@ -114,6 +123,7 @@ export async function createRateLimiter(
   };
   return wrap({
     store: 'redis',
+    quota,
     client: inRedis(budgets.client),
     address: noCeiling ? undefined : inRedis(budgets.address),
     // A shared connection is closed by its owner.
@@ -126,15 +136,17 @@ export async function createRateLimiter(
 
 interface Stores {
   store: 'memory' | 'redis';
+  quota: Quota;
   client: Budget;
   address: Budget | undefined;
   close: () => Promise<void>;
   redis?: RedisConnection;
 }
 
-function wrap({ store, client, address, close, redis }: Stores): RateLimiter {
+function wrap({ store, quota, client, address, close, redis }: Stores): RateLimiter {
   return {
     store,
+    quota,
     consume: (key, points = 1) => client(key, points),
     consumeAddress: (key, points = 1) =>
       address ? address(key, points) : Promise.resolve(ALLOWED),
@@ -238,29 +250,68 @@ function rateLimited(retryAfter: number): FacadeError {
  * in forwarding mode anyone can invent tokens, so a token alone cannot be the key.
  */
 export function useRateLimit(limiter: RateLimiter, options: ClientKeyOptions): Plugin {
-  const refuseIfWaiting = (wait: number | undefined) => {
-    if (wait !== undefined && wait > 0) throw rateLimited(wait);
-  };
-  const take = (keys: ClientKeys, points: number): Promise<void> => {
+  const { quota } = limiter;
+  const take = (request: Request, keys: ClientKeys, points: number): Promise<void> => {
     const client = limiter.consume(keys.client, points);
-    if (keys.address === undefined)
-      return client.then(({ retryAfter }) => refuseIfWaiting(retryAfter));
-    return Promise.all([client, limiter.consumeAddress(keys.address, points)]).then(
-      ([forClient, forAddress]) =>
-        refuseIfWaiting(Math.max(forClient.retryAfter ?? 0, forAddress.retryAfter ?? 0)),
-    );
+    const address =
+      keys.address === undefined ? undefined : limiter.consumeAddress(keys.address, points);
+    return Promise.all([client, address]).then(([forClient, forAddress]) => {
+      const state = requestState(request);
+      state.rateLimit = {
+        policies: [
+          policyState('client', quota.points, quota.windowS, forClient),
+          ...(forAddress && quota.addressPoints > 0
+            ? [policyState('address', quota.addressPoints, quota.windowS, forAddress)]
+            : []),
+        ],
+      };
+      const wait = Math.max(forClient.retryAfter ?? 0, forAddress?.retryAfter ?? 0);
+      if (wait > 0) throw rateLimited(wait);
+    });
   };
   return {
     // Promises chained, not awaited: a request waits for the counters' answer and nothing else.
     onRequestParse({ request, serverContext }) {
       const keys = clientKeys(request, serverContext, options);
-      return take(keys, 1).then(() => ({
+      return take(request, keys, 1).then(() => ({
         onRequestParseDone({ requestParserResult }) {
           // A batch pays for its other operations; a single request has paid already.
           if (!Array.isArray(requestParserResult) || requestParserResult.length < 2) return;
-          return take(keys, requestParserResult.length - 1);
+          return take(request, keys, requestParserResult.length - 1);
         },
       }));
     },
+    // Every answer it counted, a 429 included, states the budgets it counted against.
+    onResponse({ request, response }) {
+      const counted = requestState(request).rateLimit;
+      if (!counted) return;
+      const { headers } = response;
+      headers.set('ratelimit-policy', counted.policies.map(policyField).join(', '));
+      headers.set('ratelimit', counted.policies.map(remainingField).join(', '));
+    },
   };
 }
+
+/** RATE_LIMIT_POINTS, RATE_LIMIT_ADDRESS_POINTS (0: no ceiling) and their window. */
+export interface Quota {
+  points: number;
+  addressPoints: number;
+  windowS: number;
+}
+
+function policyState(name: string, quota: number, windowS: number, consumed: Consumed) {
+  const { res } = consumed;
+  return {
+    name,
+    quota,
+    windowS,
+    remaining: Math.max(0, res?.remainingPoints ?? quota),
+    resetS: Math.max(0, Math.ceil((res?.msBeforeNext ?? windowS * 1000) / 1000)),
+  };
+}
+
+// draft-ietf-httpapi-ratelimit-headers: a List of policies, each a String with parameters.
+const policyField = (policy: RateLimitState['policies'][number]) =>
+  `"${policy.name}";q=${policy.quota};w=${policy.windowS}`;
+const remainingField = (policy: RateLimitState['policies'][number]) =>
+  `"${policy.name}";r=${policy.remaining};t=${policy.resetS}`;

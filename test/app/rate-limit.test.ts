@@ -56,6 +56,39 @@ describe('rate limits, in memory', () => {
     expect(bob.errors).toBeUndefined();
   });
 
+  it('states its budgets in RateLimit and RateLimit-Policy on every answer it counts, 429 too', async () => {
+    limiter = (await createRateLimiter({
+      points: 3,
+      addressPoints: 5,
+      windowS: 60,
+      redisUrl: undefined,
+    })) as RateLimiter;
+    const app = appWith({ rateLimit: { trustProxy: true } });
+    const send = () =>
+      postGraphQL(app, QUERY, {}, { ...bearer('alice'), 'x-forwarded-for': '192.0.2.20' });
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const ok = await send();
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('ratelimit-policy')).toBe('"client";q=3;w=60, "address";q=5;w=60');
+      remaining.push(ok.headers.get('ratelimit') ?? '');
+    }
+    expect(remaining.map((field) => field.replace(/;t=\d+/g, ''))).toEqual([
+      '"client";r=2, "address";r=4',
+      '"client";r=1, "address";r=3',
+      '"client";r=0, "address";r=2',
+    ]);
+    expect(remaining[0]).toMatch(/^"client";r=2;t=(59|60), "address";r=4;t=(59|60)$/);
+    const refused = await send();
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('ratelimit-policy')).toBe('"client";q=3;w=60, "address";q=5;w=60');
+    expect(refused.headers.get('ratelimit')).toMatch(/^"client";r=0;t=\d+, "address";r=1;t=\d+$/);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    // Not counted, not stated: the health probe does not pass the rate limit.
+    const health = await app.fetch('http://facade.test/health');
+    expect(health.headers.has('ratelimit')).toBe(false);
+  });
+
   it('holds an address to its ceiling whatever tokens it invents', async () => {
     const app = appWith();
     const statuses: number[] = [];
