@@ -2,7 +2,7 @@
 // or the caller's own credential goes upstream, which callers it accepts, and what else of theirs
 // is passed on. Everything else asks this module rather than deciding for itself.
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { Config } from './config.js';
+import type { Settings } from './config/variables.js';
 
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
 
@@ -37,9 +37,9 @@ export function createTokenMatcher(
 
 /** What the policy is made of: the configuration's credential settings. */
 export type CredentialSettings = Pick<
-  Config,
+  Settings,
   'clientTokens' | 'forwardHeaders' | 'allowAnonymousServiceKey'
-> & { upstream: Pick<Config['upstream'], 'apiKey'> };
+> & { upstream: Pick<Settings['upstream'], 'apiKey'> };
 
 export interface CredentialPolicy {
   /**

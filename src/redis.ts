@@ -11,12 +11,6 @@ import type { Logger } from './telemetry/logger.js';
 /** Why a command came back without Redis's answer: past its deadline, failed, or not sent. */
 export type RedisMiss = 'timeout' | 'error' | 'skipped';
 
-/**
- * REDIS_TIMEOUT_MS's default: far longer than a healthy Redis takes to answer, too short for a
- * request to notice.
- */
-export const REDIS_TIMEOUT_MS = 50;
-
 // Failures in a row that make Redis skipped, and for how long before one command tries it again.
 const FAILURES_TO_SKIP = 3;
 const SKIP_MS = 2_000;

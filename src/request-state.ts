@@ -2,7 +2,6 @@
 // the request id a caller may choose.
 import type { Context as OtelContext, Span } from '@opentelemetry/api';
 import type { CachePolicy } from './cache/policy.js';
-import type { Context } from './context.js';
 import type { ClientIdentity } from './telemetry/metrics.js';
 import type { CallBudget } from './upstream/budget.js';
 import type { CompletedCall } from './upstream/client.js';
@@ -67,7 +66,8 @@ export interface RequestLogRecord {
   incomingId: string | undefined;
   operationName: string | undefined;
   operationType: string | undefined;
-  context: Context | undefined;
+  /** The executed operation's id and upstream calls, for its log line. */
+  context: { requestId: string; upstreamCalls: readonly CompletedCall[] } | undefined;
   /** What the caller says it is (Apollo's client identity headers). */
   client: ClientIdentity;
   /** The operations executed (more than one in a batch), for the metrics. */

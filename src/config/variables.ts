@@ -1,7 +1,6 @@
 // Every environment variable the facade reads, each declared once, nested as Config is. The few
 // values that follow from several variables are computed from these in src/config.ts.
 import { z } from 'zod';
-import { REDIS_TIMEOUT_MS } from '../redis.js';
 import { CACHEABLE_PATHS } from '../upstream/endpoints.js';
 import { UPSTREAM_LIMIT_HEADERS } from '../upstream/response-headers.js';
 import {
@@ -30,6 +29,12 @@ import { variable } from './variable.js';
 
 const MiB = 1024 * 1024;
 const DAY_S = 86_400;
+
+/**
+ * REDIS_TIMEOUT_MS's default: far longer than a healthy Redis takes to answer, too short for a
+ * request to notice.
+ */
+export const REDIS_TIMEOUT_MS = 50;
 
 export const settingsSchema = z.object({
   port: variable('PORT', int(0, 65535).default(4000), {
@@ -293,7 +298,7 @@ export const settingsSchema = z.object({
     }),
     redisTimeoutMs: variable('REDIS_TIMEOUT_MS', int(1, 10_000).default(REDIS_TIMEOUT_MS), {
       section: 'rate-limits',
-      doc: "with `REDIS_URL`: how long a request waits for one Redis command; past it the command is a miss (the rate limit counts in memory, APQ and the response cache read their memory), and after a few misses in a row Redis is skipped for a while ([operations](operations.md#redis-rate-limits-and-apq))",
+      doc: 'with `REDIS_URL`: how long a request waits for one Redis command; past it the command is a miss (the rate limit counts in memory, APQ and the response cache read their memory), and after a few misses in a row Redis is skipped for a while ([operations](operations.md#redis-rate-limits-and-apq))',
     }),
     trustProxy: variable('TRUST_PROXY', bool.default(false), {
       section: 'rate-limits',

@@ -7,10 +7,11 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
+import { REDIS_TIMEOUT_MS } from '../config/variables.js';
 import type { Config } from '../config.js';
 import { bearerToken, tokenId } from '../credentials.js';
 import { FacadeError } from '../errors.js';
-import { connectRedis, REDIS_TIMEOUT_MS, type RedisConnection } from '../redis.js';
+import { connectRedis, type RedisConnection } from '../redis.js';
 import { type RateLimitState, requestState } from '../request-state.js';
 import type { Logger } from '../telemetry/logger.js';
 

@@ -2,7 +2,7 @@ import type { YogaLogger } from '@graphql-yoga/logger';
 import { trace } from '@opentelemetry/api';
 import { GraphQLError } from 'graphql';
 import { type DestinationStream, type Logger, pino } from 'pino';
-import type { Config } from '../config.js';
+import type { Settings } from '../config/variables.js';
 import { truncate } from '../errors.js';
 import { REDACT } from './redaction.js';
 
@@ -67,7 +67,7 @@ function traceIds(): Record<string, string> {
  * `withTraceIds` (spans are exported), each line written inside a span names its trace and span.
  */
 export function createLogger(
-  level: Config['logLevel'] = 'info',
+  level: Settings['logLevel'] = 'info',
   destination?: DestinationStream,
   withTraceIds = false,
 ): Logger {

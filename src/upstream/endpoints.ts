@@ -1,4 +1,3 @@
-import type { Config } from '../config.js';
 import { BadUserInputError } from '../errors.js';
 import { decodeRepositoryList, type RepositoryList } from './repository-list.js';
 import {
@@ -76,7 +75,7 @@ export function fillPath<In>(endpoint: EndpointShape<In, unknown>, input: In): s
 }
 
 /** The upstream settings (config.ts) that are a call's deadline in milliseconds. */
-export type DeadlineSetting = keyof Pick<Config['upstream'], 'timeoutMs' | 'devServerTimeoutMs'>;
+export type DeadlineSetting = 'timeoutMs' | 'devServerTimeoutMs';
 
 /** What a list page asks for; an undefined limit or offset is not sent. */
 export interface PageQuery {
