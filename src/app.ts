@@ -7,7 +7,7 @@ import { useRangeCache } from './cache/use-range-cache.js';
 import { useResponseCache } from './cache/use-response-cache.js';
 import type { Config } from './config.js';
 import { createContextFactory, type RequestContext } from './context.js';
-import { createCredentialPolicy } from './credentials.js';
+import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import {
   DOCUMENT_ID_PARAM,
   hasOneOperation,
@@ -73,6 +73,8 @@ export interface AppDeps {
    * when the response cache is on. None: every range is fetched.
    */
   rangeCache?: RangeCache | undefined;
+  /** The one credential policy (src/credentials.ts); createApp builds it from `config` if absent. */
+  credentials?: CredentialPolicy | undefined;
 }
 
 /** The routes the facade answers; everything else is 404. */
@@ -130,9 +132,9 @@ export function createPipeline({
   metricsSource = registrySource(metrics.registry),
   tracing,
   rangeCache,
+  credentials = createCredentialPolicy(config),
 }: AppDeps): Stage[] {
   const { documents, only } = config.persistedDocuments;
-  const credentials = createCredentialPolicy(config);
   const { acceptsClient } = credentials;
   // An answer depends on its caller when the caller's credential goes upstream, when callers are
   // checked (an answer is for token holders only), or when something of theirs is forwarded.
@@ -227,6 +229,7 @@ export function appOptions(
     tracing,
     metrics,
     rangeCache,
+    credentials,
   }: AppDeps,
   pipeline: readonly Stage[],
 ): YogaServerOptions<Record<string, never>, RequestContext> {
@@ -238,6 +241,7 @@ export function appOptions(
       tracer: tracing?.tracer,
       onJoin: metrics && ((route) => metrics.countJoinedCall(route)),
       ranges: rangeCache,
+      credentials,
     }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,
@@ -272,6 +276,7 @@ export function completeDeps(deps: AppDeps): AppDeps {
   return {
     ...deps,
     metrics: deps.metrics ?? createMetrics(),
+    credentials: deps.credentials ?? createCredentialPolicy(deps.config),
     rangeCache:
       deps.rangeCache ??
       (deps.config.responseCache.enabled

@@ -5,7 +5,7 @@ import { createInFlight } from './cache/join.js';
 import type { CachePolicy } from './cache/policy.js';
 import type { RangeCache } from './cache/ranges.js';
 import type { Config } from './config.js';
-import { createCredentialPolicy } from './credentials.js';
+import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
@@ -64,6 +64,8 @@ export interface ContextDeps {
   onJoin?: ((route: string) => void) | undefined;
   /** The list ranges kept per caller; none: every range is fetched. */
   ranges?: RangeCache | undefined;
+  /** Default: one built from `config`. */
+  credentials?: CredentialPolicy | undefined;
 }
 
 function requestBudget(request: Request, limit: number): CallBudget {
@@ -80,8 +82,8 @@ export function createContextFactory({
   txtResolver = createTxtResolver(config.dns, tracer),
   onJoin,
   ranges,
+  credentials = createCredentialPolicy(config),
 }: ContextDeps) {
-  const credentials = createCredentialPolicy(config);
   const propagator = createPropagator(config.propagators);
   // What the upstream's short answers taught about its page size, for every request's plans.
   const pageCap = createPageCap();

@@ -6,7 +6,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from './app.js';
 import { createRedisResponseStore } from './cache/redis-store.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { createCredentialPolicy } from './credentials.js';
+import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import { createHealth, type Health } from './http/health.js';
 import { type MetricsSource, metricsListener, registrySource } from './http/use-metrics.js';
 import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
@@ -99,8 +99,7 @@ function safeOrigin(url: string): string {
   return `${parsed.protocol}//${parsed.host}`;
 }
 
-function warnAboutCredentials(config: Config, logger: Logger): void {
-  const credentials = createCredentialPolicy(config);
+function warnAboutCredentials(credentials: CredentialPolicy, logger: Logger): void {
   if (credentials.mode === 'service-key' && !credentials.acceptsClient) {
     logger.warn(
       "SERVICE-KEY MODE WITHOUT A CLIENT CHECK (ALLOW_ANONYMOUS_SERVICE_KEY=true): anyone who can reach this port acts with the facade's upstream key",
@@ -187,6 +186,7 @@ interface Started {
   apqStore: ApqStore | undefined;
   upstreamUrl: string;
   tracing: Tracing | undefined;
+  credentials: CredentialPolicy;
 }
 
 /**
@@ -274,8 +274,10 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
           memoryBytes: config.responseCache.maxBytes,
         })
       : undefined;
+  const credentials = createCredentialPolicy(config);
   const yoga = createApp({
     config,
+    credentials,
     client,
     logger,
     metrics,
@@ -307,6 +309,7 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     apqStore,
     upstreamUrl,
     tracing,
+    credentials,
   };
 }
 
@@ -334,7 +337,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
   const upstream = new URL(upstreamUrl).origin;
   logger.info({ upstream }, `Upstream: ${upstream}`);
   if (started.metricsServer) announceMetrics(config, logger, started.metricsServer);
-  warnAboutCredentials(config, logger);
+  warnAboutCredentials(started.credentials, logger);
   if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
   // redisReady is unset when REDIS_URL is, or when neither the rate limit nor APQ would use it.
   if (config.rateLimit.redisUrl && redisReady) {

@@ -15,7 +15,7 @@ import type { ResponseStore } from './response-store.js';
  */
 export function cacheSession(credentials: CredentialPolicy, headers: Headers): string {
   const inputs = JSON.stringify([
-    headers.get('authorization'),
+    credentials.callerCredential(headers) ?? null,
     credentials.forwardedHeaders(headers) ?? null,
   ]);
   return hash('sha256', inputs, 'base64url');
