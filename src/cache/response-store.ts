@@ -3,6 +3,7 @@
 // `<session>:<operation>`, the session a hash of what shapes the answer's upstream calls
 // (src/cache/use-response-cache.ts), so that a mutation can evict its caller's answers.
 import type { ExecutionResult } from 'graphql';
+import { LRUCache } from 'lru-cache';
 import { ANSWER_POLICY, type WithPolicy } from './hints.js';
 import { aged, type CachePolicy } from './policy.js';
 
@@ -76,7 +77,103 @@ export function served(
   return left.maxAge < 1 ? null : new KeptAnswer(text, extensions, left, data);
 }
 
-interface Entry {
+// What the memory stores hold, counted as the heap holds it (V8 on 64 bits, pointers of 8 bytes),
+// calibrated against a forced collection's heap growth (bench/bounds.ts): a bound is a promise
+// about memory, so keys, records and bookkeeping count as much as the text.
+const SLOT = 8;
+const align = (bytes: number) => Math.ceil(bytes / SLOT) * SLOT;
+/** A string: its header, then a byte a character, or two once one is past Latin-1. */
+export const stringBytes = (text: string) =>
+  align(16 + (/[\u0100-\uffff]/.test(text) ? 2 * text.length : text.length));
+/** lru-cache's own per entry: its key map's entry and a slot in each of its arrays. */
+export const LRU_ENTRY_BYTES = 128;
+/** A Map or Set of a few entries (one more entry is MAP_ENTRY_BYTES). */
+export const MAP_BYTES = 160;
+export const MAP_ENTRY_BYTES = 56;
+/** A key made by slicing another string: the slice, which keeps the whole string alive. */
+export const SLICE_BYTES = 32;
+/** A CachePolicy: a record of a few numbers and its scope (one of two strings every policy shares). */
+export const POLICY_BYTES = 64;
+
+/** The slots of an array grown by push, as the decoders grow them: V8 adds half and 16. */
+function slots(length: number): number {
+  let capacity = 0;
+  while (capacity < length) capacity += (capacity >> 1) + 16;
+  return capacity;
+}
+
+/** What a JSON-like value holds in the heap, not counting the slot that points to it. */
+export function heapBytes(value: unknown): number {
+  if (typeof value === 'string') return stringBytes(value);
+  // A small integer lives in its slot; any other number is a heap number.
+  if (typeof value === 'number')
+    return Number.isInteger(value) && Math.abs(value) < 2 ** 31 ? 0 : 16;
+  if (typeof value !== 'object' || value === null) return 0;
+  let bytes = 0;
+  if (Array.isArray(value)) {
+    bytes = value.length === 0 ? 32 : 48 + SLOT * slots(value.length);
+    for (const item of value) bytes += heapBytes(item);
+    return bytes;
+  }
+  bytes = 24;
+  for (const key in value) bytes += SLOT + heapBytes((value as Record<string, unknown>)[key]);
+  return bytes;
+}
+
+/**
+ * How a memory store splits its `maxBytes`: a sixteenth for its eviction records, the rest for
+ * its entries, of which one caller (a session, a credential) may take an eighth of the whole and
+ * at least a large answer, so that no caller pushes out what every other relies on.
+ */
+export function memoryBounds(maxBytes: number) {
+  const records = Math.floor(maxBytes / 16);
+  const entries = maxBytes - records;
+  const share = Math.min(entries, Math.max(Math.floor(maxBytes / 8), 1024 * 1024));
+  return { records, entries, share };
+}
+
+// How long an eviction is remembered: longer than a read runs. A read that runs longer is refused
+// all the same, once the record has gone (see createEvictions).
+const EVICTION_TTL_MS = 60_000;
+const EVICTION_RECORD_BYTES = LRU_ENTRY_BYTES + 16 + 16;
+
+/** When each caller's entries were last forgotten, so that a read in flight across it is not kept. */
+export interface Evictions {
+  /** Notes that every entry kept under `key` was forgotten now. */
+  record(key: string): void;
+  /** Whether a read that began at `since` (ms) may be kept under `key`: no eviction since. */
+  allows(key: string, since: number): boolean;
+}
+
+/**
+ * Eviction records within `maxBytes`, each for EVICTION_TTL_MS. A record that goes (expired or
+ * pushed out) leaves its time behind: a read that began before the newest such time is refused
+ * for every key, since whether its own caller was evicted is no longer known.
+ */
+export function createEvictions(maxBytes: number): Evictions {
+  let forgotten = Number.NEGATIVE_INFINITY;
+  const records = new LRUCache<string, number>({
+    maxSize: Math.max(1, maxBytes),
+    ttl: EVICTION_TTL_MS,
+    // Checked against the clock on every look-up, rather than with a timer per look-up.
+    ttlResolution: 0,
+    sizeCalculation: (_at, key) => stringBytes(key) + EVICTION_RECORD_BYTES,
+    dispose: (at, _key, reason) => {
+      if (reason === 'evict' || reason === 'expire') forgotten = Math.max(forgotten, at);
+    },
+  });
+  return {
+    record(key) {
+      records.set(key, Date.now());
+    },
+    allows(key, since) {
+      const at = records.get(key);
+      return since > forgotten && (at === undefined || since > at);
+    },
+  };
+}
+
+interface Kept {
   text: string;
   /** A copy of the answer's extensions, which Yoga reads on every answer it writes. */
   extensions: ExecutionResult['extensions'];
@@ -85,77 +182,102 @@ interface Entry {
   bytes: number;
 }
 
+/** One session's answers by operation, oldest first, and the bytes they and the session hold. */
+interface Session {
+  answers: Map<string, Kept>;
+  bytes: number;
+}
+
+// The answer's record, its keptAt, its policy, its entry in its session's map and its operation's
+// slice of the key; a session's record, map, key (a slice of its first answer's) and entry in the
+// cache.
+const KEPT_BYTES = 64 + 16 + POLICY_BYTES + MAP_ENTRY_BYTES + SLICE_BYTES;
+const SESSION_BYTES = 40 + MAP_BYTES + SLICE_BYTES + LRU_ENTRY_BYTES;
+
 /**
- * Answers in this process's memory, least recently used out first, bounded by their JSON length
- * (with their keys): the plugin's own in-memory cache (lru-cache) is bounded by count, and one
- * answer may be a few hundred bytes or several megabytes, so a count bounds nothing. A kept answer
- * is its JSON text, taken when it is kept and never changed; each hit is served from it.
+ * Answers in this process's memory, bounded by what they hold in the heap (text, extensions,
+ * keys, records; RESPONSE_CACHE_BYTES): one answer may be a few hundred bytes or several
+ * megabytes, so a count bounds nothing. Kept per session, so that a mutation evicts its caller's
+ * answers at once: the sessions least recently used go first, and one session keeps no more than
+ * its share (its own oldest answers go first). A kept answer is its JSON text, taken when it is
+ * kept and never changed; each hit is served from it.
  *
  * The plugin's invalidation by type and id has nothing to find here: no mutation returns a type a
  * query does. A mutation evicts its caller's answers instead (evictSession).
  */
 export function createMemoryResponseStore(maxBytes: number): ResponseStore {
-  const entries = new Map<string, Entry>();
-  const sessions = new Map<string, Set<string>>();
-  let size = 0;
-  const drop = (key: string) => {
-    const entry = entries.get(key);
-    if (!entry) return;
-    entries.delete(key);
-    size -= entry.bytes;
-    const session = sessionOf(key);
-    const keys = sessions.get(session);
-    keys?.delete(key);
-    if (keys?.size === 0) sessions.delete(session);
+  const { records, entries, share } = memoryBounds(maxBytes);
+  const evictions = createEvictions(records);
+  const sessions = new LRUCache<string, Session>({
+    maxSize: Math.max(1, entries),
+    sizeCalculation: (session) => session.bytes,
+  });
+  const operationOf = (key: string, session: string) => key.slice(session.length + 1);
+  // lru-cache sizes a value when it is set, and again only when another value replaces it: a
+  // session that changed is set again as a new record of the same answers.
+  const resize = (name: string, answers: Map<string, Kept>, bytes: number) => {
+    if (answers.size === 0) sessions.delete(name);
+    else sessions.set(name, { answers, bytes });
   };
   return {
     kind: 'memory',
     get empty() {
-      return entries.size === 0;
+      return sessions.size === 0;
     },
-    set(key, data, _since) {
+    set(key, data, since) {
       const policy = keeping(data);
       if (!policy) return;
-      const json = JSON.stringify(data);
-      const bytes = key.length + json.length;
-      drop(key);
-      if (bytes > maxBytes) return;
-      entries.set(key, {
-        text: json,
-        extensions:
-          data.extensions &&
-          (JSON.parse(JSON.stringify(data.extensions)) as typeof data.extensions),
+      const name = sessionOf(key);
+      if (!evictions.allows(name, since)) return;
+      const text = JSON.stringify(data);
+      const extensions =
+        data.extensions && (JSON.parse(JSON.stringify(data.extensions)) as typeof data.extensions);
+      const kept: Kept = {
+        text,
+        extensions,
         policy,
         keptAt: Date.now(),
-        bytes,
-      });
-      size += bytes;
-      const session = sessionOf(key);
-      let keys = sessions.get(session);
-      if (!keys) {
-        keys = new Set();
-        sessions.set(session, keys);
+        bytes: KEPT_BYTES + stringBytes(key) + stringBytes(text) + heapBytes(extensions),
+      };
+      const session = sessions.get(name);
+      const answers = session?.answers ?? new Map<string, Kept>();
+      let bytes = session?.bytes ?? SESSION_BYTES;
+      const operation = operationOf(key, name);
+      const old = answers.get(operation);
+      if (old) {
+        answers.delete(operation);
+        bytes -= old.bytes;
       }
-      keys.add(key);
-      for (const oldest of entries.keys()) {
-        if (size <= maxBytes) break;
-        drop(oldest);
+      if (SESSION_BYTES + kept.bytes <= share) {
+        answers.set(operation, kept);
+        bytes += kept.bytes;
+        for (const [oldest, { bytes: freed }] of answers) {
+          if (bytes <= share) break;
+          answers.delete(oldest);
+          bytes -= freed;
+        }
       }
+      resize(name, answers, bytes);
     },
     get(key) {
-      const entry = entries.get(key);
-      if (!entry) return null;
-      const answer = served(entry.text, entry.extensions, entry.policy, Date.now() - entry.keptAt);
+      const name = sessionOf(key);
+      const session = sessions.get(name);
+      const operation = operationOf(key, name);
+      const kept = session?.answers.get(operation);
+      if (!session || !kept) return null;
+      const answer = served(kept.text, kept.extensions, kept.policy, Date.now() - kept.keptAt);
+      session.answers.delete(operation);
       if (!answer) {
-        drop(key);
+        resize(name, session.answers, session.bytes - kept.bytes);
         return null;
       }
-      entries.delete(key);
-      entries.set(key, entry);
+      // The most recently used last: past its share, a session loses its oldest first.
+      session.answers.set(operation, kept);
       return answer;
     },
     evictSession(session) {
-      for (const key of sessions.get(session) ?? []) drop(key);
+      evictions.record(session);
+      sessions.delete(session);
     },
   };
 }

@@ -4,6 +4,7 @@ import { ANSWER_POLICY } from '../../src/cache/hints.js';
 import { NO_STORE } from '../../src/cache/policy.js';
 import { createMemoryResponseStore } from '../../src/cache/response-store.js';
 
+const MiB = 1024 * 1024;
 const answer = (text: string, maxAge = 30): ExecutionResult =>
   ({ data: { text }, [ANSWER_POLICY]: { maxAge, scope: 'PRIVATE' } }) as ExecutionResult;
 const policyOf = (result: unknown) => (result as { [ANSWER_POLICY]?: unknown })[ANSWER_POLICY];
@@ -37,18 +38,78 @@ describe('createMemoryResponseStore', () => {
     expect(store.empty).toBe(true);
   });
 
-  it('stays within its bytes, least recently used out first', () => {
-    const size = 's:a'.length + JSON.stringify({ data: { text: 'x' } }).length;
-    const store = createMemoryResponseStore(size * 2);
-    store.set('s:a', answer('x'), 0);
-    store.set('s:b', answer('x'), 0);
-    store.get('s:a');
-    store.set('s:c', answer('x'), 0);
-    expect(store.get('s:b')).toBeNull();
-    expect(store.get('s:a')).not.toBeNull();
-    expect(store.get('s:c')).not.toBeNull();
-    store.set('s:big', answer('x'.repeat(size * 2)), 0);
-    expect(store.get('s:big')).toBeNull();
+  it('stays within its bound, the least recently used sessions out first', () => {
+    const store = createMemoryResponseStore(64 * 1024);
+    store.set('kept:a', answer('x'), 0);
+    for (let n = 0; n < 1000; n++) {
+      store.set(`s${n}:a`, answer('x'), 0);
+      if (n % 10 === 0) store.get('kept:a');
+    }
+    expect(store.get('kept:a')).not.toBeNull();
+    expect(store.get('s0:a')).toBeNull();
+    expect(store.get('s999:a')).not.toBeNull();
+    // An answer larger than a session's share is not kept.
+    store.set('big:a', answer('x'.repeat(64 * 1024)), 0);
+    expect(store.get('big:a')).toBeNull();
+  });
+
+  it("keeps one session within its share, its oldest answers first, and others' answers", () => {
+    // A share is an eighth of the bound, and at least 1 MiB.
+    const store = createMemoryResponseStore(16 * MiB);
+    store.set('other:a', answer('x'), 0);
+    const text = 'x'.repeat(1000);
+    for (let n = 0; n < 10_000; n++) {
+      store.set(`one:${n}`, answer(text), 0);
+      if (n === 5000) store.get('one:0');
+    }
+    expect(store.get('one:1')).toBeNull();
+    expect(store.get('one:0')).toBeNull();
+    expect(store.get('one:9999')).not.toBeNull();
+    // About 2 MiB of answers: the rest of the bound is everyone else's.
+    const kept = Array.from({ length: 10_000 }, (_, n) => store.get(`one:${n}`)).filter(Boolean);
+    expect(kept.length).toBeGreaterThan(1000);
+    expect(kept.length).toBeLessThan(2 * 1024);
+    expect(store.get('other:a')).not.toBeNull();
+  });
+
+  it('keeps no answer read before its session was evicted', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    const store = createMemoryResponseStore(MiB);
+    store.evictSession('one');
+    // Began before the mutation's eviction (or in the same millisecond), finished after it.
+    store.set('one:a', answer('x'), 99_000);
+    store.set('one:b', answer('x'), 100_000);
+    expect(store.get('one:a')).toBeNull();
+    expect(store.get('one:b')).toBeNull();
+    // Another session's read is not the evicted session's.
+    store.set('two:a', answer('x'), 99_000);
+    expect(store.get('two:a')).not.toBeNull();
+    vi.setSystemTime(100_001);
+    store.set('one:c', answer('x'), 100_001);
+    expect(store.get('one:c')).not.toBeNull();
+  });
+
+  it('refuses answers read before an eviction it no longer remembers, and no others', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    // Room for a few eviction records only.
+    const store = createMemoryResponseStore(64 * 1024);
+    for (let n = 0; n < 100; n++) store.evictSession(`s${n}`);
+    // Whether this session was among those pushed out is not known: its read in flight is refused.
+    store.set('one:a', answer('x'), 99_000);
+    expect(store.get('one:a')).toBeNull();
+    vi.setSystemTime(100_001);
+    store.set('one:a', answer('x'), 100_001);
+    expect(store.get('one:a')).not.toBeNull();
+  });
+
+  it('refuses a read that began before an eviction, however long it ran', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    const store = createMemoryResponseStore(MiB);
+    store.evictSession('one');
+    vi.setSystemTime(100_000 + 3_600_000);
+    // The record may have expired: a read that began before it is refused all the same.
+    store.set('one:a', answer('x'), 99_000);
+    expect(store.get('one:a')).toBeNull();
   });
 
   it("evicts one session's answers and no other's", () => {
