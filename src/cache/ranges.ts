@@ -1,8 +1,19 @@
+import { LRUCache } from 'lru-cache';
 import type { CallContext } from '../upstream/client.js';
 import { listRepositories } from '../upstream/endpoints.js';
 import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { joinKey } from './join.js';
-import type { CachePolicy } from './policy.js';
+import { aged, type CachePolicy, strictest } from './policy.js';
+import {
+  createEvictions,
+  heapBytes,
+  LRU_ENTRY_BYTES,
+  MAP_BYTES,
+  MAP_ENTRY_BYTES,
+  memoryBounds,
+  POLICY_BYTES,
+  stringBytes,
+} from './response-store.js';
 
 // The repository list's fetched ranges, kept per caller for their answers' max-age, so that a
 // cached `offset 0, limit 40` answers `offset 10, limit 20` of a later request with no call.
@@ -13,20 +24,20 @@ type CallerInputs = Pick<CallContext, 'authorization' | 'caller' | 'forwarded'>;
 /** A range served from the cache: its items from `start`, the list's total, what is left of it. */
 export interface CachedRange {
   covering: RepositoryList;
-  /** The lifetime left (whole seconds, at least 1) and the scope of the answers it came from. */
+  /** The lifetimes left (whole seconds, at least 1) and the scope of the answers it came from. */
   policy: CachePolicy;
 }
 
 export interface RangeCache {
   /**
-   * The items of [start, end) from fresh ranges of this caller's that cover it wholly and agree
-   * on `total`; undefined when any part is missing (then the range is fetched whole).
+   * The items of [start, end) from fresh ranges of this caller's that cover it wholly; undefined
+   * when any part is missing (then the range is fetched whole).
    */
   lookup(call: CallerInputs, start: number, end: number): CachedRange | undefined;
   /**
    * Keeps what a range's calls brought, for `policy`'s max-age counted from `since` (ms, taken
-   * before the first call went out, so the range never outlives its answer). No policy, or one
-   * of no lifetime, keeps nothing.
+   * before the first call went out, so the range never outlives its answer), unless the caller's
+   * ranges were forgotten at or after `since`. No policy, or one of no lifetime, keeps nothing.
    */
   keep(
     call: CallerInputs,
@@ -41,147 +52,211 @@ export interface RangeCache {
   readonly bytes: number;
 }
 
-interface Entry {
-  list: string;
-  caller: string;
+/** Positions [start, end) of the list; its items, then none up to `end` (past `total`). */
+interface Segment {
   start: number;
+  /** Infinity once it reached `total`: nothing is past it. */
+  end: number;
   items: Repository[];
-  total: number;
-  scope: CachePolicy['scope'];
-  expiresAt: number;
+  policy: CachePolicy;
+  since: number;
   bytes: number;
 }
 
-/** How far an entry answers: its items' end, or past it for good when it reached `total`. */
-const reach = (entry: Entry) =>
-  entry.start + entry.items.length >= entry.total
-    ? Number.POSITIVE_INFINITY
-    : entry.start + entry.items.length;
+/** One caller's list: segments sorted by start that never overlap, and all of one `total`. */
+interface List {
+  total: number;
+  segments: Segment[];
+  /** The same segments, oldest kept first: past its share, a caller loses these first. */
+  order: Set<Segment>;
+  /** The kept range that lasts longest, for a range of no items (it needs only `total`). */
+  latest: { policy: CachePolicy; since: number };
+  bytes: number;
+}
+
+// A segment's record, its two heap numbers (end, since), its policy, its slots in the list's array
+// and order; a list's record, its array (which splice gives room for sixteen), its order, its
+// latest record, its key's entry in the cache.
+const SEGMENT_BYTES = 72 + 32 + POLICY_BYTES + 8 + MAP_ENTRY_BYTES;
+const LIST_BYTES = 64 + 48 + 16 * 8 + MAP_BYTES + 56 + LRU_ENTRY_BYTES;
+
+/** A segment's record and items (its array sliced to its length). */
+function segmentBytes(items: readonly Repository[]): number {
+  let bytes = SEGMENT_BYTES + 48 + 8 * items.length;
+  for (const item of items) bytes += heapBytes(item);
+  return bytes;
+}
+
+/** The part [start, end) of a segment. */
+function piece(segment: Segment, start: number, end: number): Segment {
+  const items = segment.items.slice(start - segment.start, end - segment.start);
+  const { policy, since } = segment;
+  return { start, end, items, policy, since, bytes: segmentBytes(items) };
+}
+
+/** The first index of `segments` (sorted) whose `of` is above `at`. */
+function firstAbove(segments: readonly Segment[], at: number, of: (s: Segment) => number) {
+  let low = 0;
+  let high = segments.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (of(segments[middle] as Segment) > at) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}
+
+const ends = (segment: Segment) => segment.end;
+const starts = (segment: Segment) => segment.start;
 
 /**
- * In this process's memory, least recently used out first, bounded by the JSON length of the
- * items kept (`maxBytes`). Written here rather than on the response cache's store, which keeps
- * whole answers under one key each and cannot list a caller's ranges, and rather than on
- * lru-cache, which is no dependency of the facade's (only of its tools').
+ * In this process's memory, one entry of lru-cache per caller's list, bounded by what the ranges
+ * hold in the heap (RESPONSE_CACHE_BYTES, apart from the response cache's own): the lists least
+ * recently used go first, and one caller keeps no more than its share (its oldest ranges first).
+ * A newly kept range replaces what older ones held of its positions; one whose `total` differs
+ * replaces all of them (the list changed); a range that reached `total` covers everything past
+ * it, so any number of ranges past the end are one. A look-up is a binary search, then the
+ * ranges it answers from.
  */
 export function createRangeCache(maxBytes: number): RangeCache {
-  // Insertion order is recency: a hit moves its entries to the end.
-  const entries = new Set<Entry>();
-  const byList = new Map<string, Set<Entry>>();
-  const byCaller = new Map<string, Set<string>>();
-  let size = 0;
+  const { records, entries, share } = memoryBounds(maxBytes);
+  const evictions = createEvictions(records);
+  const lists = new LRUCache<string, List>({
+    maxSize: Math.max(1, entries),
+    sizeCalculation: (list) => list.bytes,
+  });
+  const listKey = (call: CallerInputs) =>
+    joinKey(listRepositories, { limit: undefined, offset: undefined }, call);
+  // lru-cache sizes a value when it is set, and again only when another value replaces it: a
+  // list that changed is set again as a new record of the same segments.
+  const resize = (key: string, list: List) => {
+    const { total, segments, order, latest, bytes } = list;
+    lists.set(key, { total, segments, order, latest, bytes });
+  };
+  const remove = (list: List, index: number) => {
+    const [gone] = list.segments.splice(index, 1);
+    if (!gone) return;
+    list.order.delete(gone);
+    list.bytes -= gone.bytes;
+  };
 
-  const drop = (entry: Entry) => {
-    if (!entries.delete(entry)) return;
-    size -= entry.bytes;
-    const list = byList.get(entry.list);
-    list?.delete(entry);
-    if (list?.size === 0) {
-      byList.delete(entry.list);
-      const lists = byCaller.get(entry.caller);
-      lists?.delete(entry.list);
-      if (lists?.size === 0) byCaller.delete(entry.caller);
+  /** Puts `segment` in place of whatever the list held of its positions. */
+  const insert = (list: List, segment: Segment) => {
+    const { segments } = list;
+    let from = firstAbove(segments, segment.start, ends);
+    let to = firstAbove(segments, segment.end - 1, starts);
+    const replacing: Segment[] = [segment];
+    const first = segments[from];
+    const last = segments[to - 1];
+    if (first && last && from < to) {
+      const splitting = first === last && first.start < segment.start && last.end > segment.end;
+      if (last.end > segment.end) {
+        const right = piece(last, segment.end, last.end);
+        if (splitting) replacing.push(right);
+        else {
+          list.bytes += right.bytes - last.bytes;
+          Object.assign(last, right);
+          to -= 1;
+        }
+      }
+      // Trimmed where they are, so that they keep their place in the order of keeping.
+      if (first.start < segment.start) {
+        const left = piece(first, first.start, segment.start);
+        list.bytes += left.bytes - first.bytes;
+        Object.assign(first, left);
+        from += 1;
+      }
+    }
+    for (const gone of segments.splice(from, to - from, ...replacing)) {
+      list.order.delete(gone);
+      list.bytes -= gone.bytes;
+    }
+    for (const added of replacing) {
+      list.order.add(added);
+      list.bytes += added.bytes;
     }
   };
 
-  const callerKey = (call: CallerInputs) => {
-    const forwarded = Object.entries(call.forwarded ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
-    return JSON.stringify([call.authorization ?? null, call.caller ?? null, forwarded]);
-  };
-  const listKey = (call: CallerInputs) =>
-    joinKey(listRepositories, { limit: undefined, offset: undefined }, call);
-
   return {
     get bytes() {
-      return size;
+      return lists.calculatedSize;
     },
     lookup(call, start, end) {
-      const kept = byList.get(listKey(call));
-      if (!kept) return undefined;
+      const key = listKey(call);
+      const list = lists.get(key);
+      if (!list) return undefined;
       const now = Date.now();
-      const fresh: Entry[] = [];
-      for (const entry of kept) {
-        // Served with at least a whole second left, or not at all.
-        if (entry.expiresAt - now < 1000) drop(entry);
-        else fresh.push(entry);
-      }
-      const used: Entry[] = [];
-      const items: Repository[] = [];
-      let total: number | undefined;
-      let at = start;
-      // A range of no items (a page that asks only `total`) takes any fresh entry's.
+      // A range of no items (a page that asks only `total`) takes the freshest range's.
       if (start >= end) {
-        const any = fresh.at(-1);
-        if (!any) return undefined;
-        used.push(any);
-        total = any.total;
+        const policy = aged(list.latest.policy, now - list.latest.since);
+        if (policy.maxAge < 1) return undefined;
+        return { covering: { repositories: [], total: list.total, offset: start }, policy };
       }
-      while (at < end) {
-        let best: Entry | undefined;
-        for (const entry of fresh) {
-          if (entry.start > at || reach(entry) <= at) continue;
-          if (total !== undefined && entry.total !== total) continue;
-          if (!best || reach(entry) > reach(best)) best = entry;
+      const items: Repository[] = [];
+      let policy: CachePolicy | undefined;
+      let at = start;
+      for (let index = firstAbove(list.segments, start, starts) - 1; at < end; index++) {
+        const segment = list.segments[index];
+        if (!segment || segment.start > at || segment.end <= at) return undefined;
+        const left = aged(segment.policy, now - segment.since);
+        // Served with at least a whole second left, or not at all.
+        if (left.maxAge < 1) {
+          remove(list, index);
+          resize(key, list);
+          return undefined;
         }
-        if (!best) return undefined;
-        total ??= best.total;
-        used.push(best);
-        const stop = Math.min(end, best.start + best.items.length);
-        if (stop > at) items.push(...best.items.slice(at - best.start, stop - best.start));
-        at = Math.min(end, reach(best));
-      }
-      let expiresAt = Number.POSITIVE_INFINITY;
-      let scope: CachePolicy['scope'] = 'PUBLIC';
-      for (const entry of used) {
-        expiresAt = Math.min(expiresAt, entry.expiresAt);
-        if (entry.scope === 'PRIVATE') scope = 'PRIVATE';
-        entries.delete(entry);
-        entries.add(entry);
+        policy = policy ? strictest(policy, left) : left;
+        const stop = Math.min(end, segment.end);
+        for (const item of segment.items.slice(at - segment.start, stop - segment.start))
+          items.push(item);
+        at = stop;
       }
       return {
-        covering: { repositories: items, total: total ?? 0, offset: start },
-        policy: { maxAge: Math.floor((expiresAt - now) / 1000), scope },
+        covering: { repositories: items, total: list.total, offset: start },
+        policy: policy as CachePolicy,
       };
     },
-    keep(call, list, start, policy, since) {
+    keep(call, covering, start, policy, since) {
       if (!policy || policy.maxAge <= 0 || maxBytes <= 0) return;
       const key = listKey(call);
-      const caller = callerKey(call);
-      const bytes = key.length + JSON.stringify(list.repositories).length;
-      if (bytes > maxBytes) return;
-      const entry: Entry = {
-        list: key,
-        caller,
-        start,
-        items: list.repositories,
-        total: list.total,
-        scope: policy.scope,
-        expiresAt: since + policy.maxAge * 1000,
-        bytes,
-      };
-      entries.add(entry);
-      size += bytes;
-      let kept = byList.get(key);
-      if (!kept) {
-        kept = new Set();
-        byList.set(key, kept);
-        let lists = byCaller.get(caller);
-        if (!lists) {
-          lists = new Set();
-          byCaller.set(caller, lists);
-        }
-        lists.add(key);
+      if (!evictions.allows(key, since)) return;
+      const { total, repositories } = covering;
+      // Past `total` there is nothing: a range that reached it holds every position after it.
+      const reached = start + repositories.length >= total;
+      // A copy: exactly as long as its items, whatever the calls grew it to.
+      const items = start >= total ? [] : repositories.slice();
+      // A range of no items short of `total` holds no positions: it tells only `total`.
+      const segment: Segment | undefined =
+        reached || items.length > 0
+          ? {
+              start: Math.min(start, total),
+              end: reached ? Number.POSITIVE_INFINITY : start + items.length,
+              items,
+              policy,
+              since,
+              bytes: segmentBytes(items),
+            }
+          : undefined;
+      const empty = LIST_BYTES + stringBytes(key);
+      if (segment && empty + segment.bytes > share) return;
+      const kept = lists.get(key);
+      const list: List =
+        kept?.total === total
+          ? kept
+          : { total, segments: [], order: new Set(), latest: { policy, since }, bytes: empty };
+      const expires = (latest: List['latest']) => latest.since + latest.policy.maxAge * 1000;
+      if (expires({ policy, since }) > expires(list.latest)) list.latest = { policy, since };
+      if (segment) insert(list, segment);
+      for (const oldest of list.order) {
+        if (list.bytes <= share) break;
+        remove(list, firstAbove(list.segments, oldest.start, starts) - 1);
       }
-      kept.add(entry);
-      for (const oldest of entries) {
-        if (size <= maxBytes) break;
-        drop(oldest);
-      }
+      resize(key, list);
     },
     evictCaller(call) {
-      for (const list of byCaller.get(callerKey(call)) ?? []) {
-        for (const entry of byList.get(list) ?? []) drop(entry);
-      }
+      const key = listKey(call);
+      evictions.record(key);
+      lists.delete(key);
     },
   };
 }

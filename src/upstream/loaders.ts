@@ -213,7 +213,7 @@ async function loadPages(
         const ends = range.keys
           .map((index) => pageEnd(keys[index] as PageKey))
           .sort((a, b) => a - b);
-        const since = Date.now();
+        let since = Date.now();
         // The range keeps the strictest policy of its calls; one without a policy keeps nothing.
         const attempts: CompletedCall[] = [];
         const { onCall } = unitCall;
@@ -223,6 +223,9 @@ async function loadPages(
               onCall: (completed) => {
                 onCall?.(completed);
                 attempts.push(completed);
+                // A call joined in flight went out before this range asked for it: what it read
+                // is as old as that, for its lifetime and for a mutation in between.
+                since = Math.min(since, Date.now() - completed.durationMs);
               },
             }
           : unitCall;

@@ -1,5 +1,9 @@
 import fc from 'fast-check';
-import { describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import type { CachePolicy } from '../../src/cache/policy.js';
+import { createRangeCache } from '../../src/cache/ranges.js';
+import { createMemoryResponseStore } from '../../src/cache/response-store.js';
+import type { Repository, RepositoryList } from '../../src/upstream/repository-list.js';
 import { TENANT } from '../helpers/cache-isolation.js';
 import { createHarness, postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 
@@ -24,6 +28,247 @@ const calls = (sandbox: Parameters<typeof upstreamRequests>[0]) =>
 
 const maxAge = (headers: Headers) =>
   Number(/max-age=(\d+)/.exec(headers.get('cache-control') ?? '')?.[1] ?? Number.NaN);
+
+const MiB = 1024 * 1024;
+const HOUR: CachePolicy = { maxAge: 3600, scope: 'PRIVATE' };
+const alice = { authorization: 'Bearer alice', forwarded: {} };
+const bob = { authorization: 'Bearer bob', forwarded: {} };
+const item = (id: string): Repository => ({ id, defaultBranch: 'main', branches: [], tags: [] });
+/** A page of the list as the upstream answered it: `count` items from `start`, named by `tag`. */
+const range = (start: number, count: number, total: number, tag = 'r'): RepositoryList => ({
+  repositories: Array.from({ length: Math.max(0, Math.min(count, total - start)) }, (_, i) =>
+    item(`${tag}${start + i}`),
+  ),
+  total,
+  offset: start,
+});
+const ids = (found: { covering: RepositoryList } | undefined) =>
+  found?.covering.repositories.map((repository) => repository.id);
+
+describe('createRangeCache', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('answers from the kept ranges what a list of every kept item would', () => {
+    // The oracle: per position, the item of the last range kept over it; past `total`, nothing,
+    // once a range reached it.
+    const keep = fc.record({
+      start: fc.integer({ min: 0, max: 40 }),
+      count: fc.integer({ min: 0, max: 8 }),
+      total: fc.constantFrom(30, 30, 30, 31),
+    });
+    const look = fc.record({
+      start: fc.integer({ min: 0, max: 45 }),
+      length: fc.integer({ min: 0, max: 12 }),
+    });
+    const step = fc.oneof(
+      keep.map((k) => ({ keep: k })),
+      look.map((l) => ({ look: l })),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const ranges = createRangeCache(64 * MiB);
+        const now = Date.now();
+        let total: number | undefined;
+        let items = new Map<number, string>();
+        let reachedTotal = false;
+        steps.forEach((s, n) => {
+          if ('keep' in s) {
+            const { start, count, total: t } = s.keep;
+            const list = range(start, count, t, `k${n}-`);
+            ranges.keep(alice, list, start, HOUR, now);
+            if (t !== total) {
+              total = t;
+              items = new Map();
+              reachedTotal = false;
+            }
+            list.repositories.forEach((r, i) => {
+              items.set(start + i, r.id as string);
+            });
+            if (start + list.repositories.length >= t) reachedTotal = true;
+            return;
+          }
+          const { start, length } = s.look;
+          const found = ranges.lookup(alice, start, start + length);
+          if (total === undefined) {
+            expect(found).toBeUndefined();
+            return;
+          }
+          const expected: string[] = [];
+          let covered = true;
+          for (let p = start; p < start + length; p++) {
+            if (p >= total) covered &&= reachedTotal;
+            else if (items.has(p)) expected.push(items.get(p) as string);
+            else covered = false;
+          }
+          if (!covered) expect(found).toBeUndefined();
+          else {
+            expect(ids(found)).toEqual(expected);
+            expect(found?.covering.total).toBe(total);
+            expect(found?.covering.offset).toBe(start);
+          }
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('answers a look-up over the first pages in under a millisecond, whatever one caller kept', () => {
+    const ranges = createRangeCache(512 * MiB);
+    const now = Date.now();
+    const total = 100_000;
+    // The hostile caller: ranges past the end at offsets counting down, then small ranges all over.
+    for (let i = 0; i < 100_000; i++) {
+      const start = 1e8 - 5 * i;
+      ranges.keep(alice, range(start, 5, total), start, HOUR, now);
+    }
+    for (let i = 0; i < 15_000; i++) {
+      const start = (i * 7919) % total;
+      ranges.keep(alice, range(start, 1 + (i % 5), total), start, HOUR, now);
+    }
+    // The first pages, one item a range.
+    for (let start = 0; start < 200; start++)
+      ranges.keep(alice, range(start, 1, total), start, HOUR, now);
+    // Compiled first: the interpreter's first calls are not what a look-up costs.
+    for (let i = 0; i < 20; i++) ranges.lookup(alice, i, i + 50);
+    let slowest = 0;
+    for (let i = 0; i < 200 && slowest < 1; i++) {
+      const start = (i * 13) % 150;
+      // The best of three, so that a collection's pause is not counted as the look-up's.
+      let best = Number.POSITIVE_INFINITY;
+      for (let run = 0; run < 3; run++) {
+        const began = performance.now();
+        const found = ranges.lookup(alice, start, start + 50);
+        best = Math.min(best, performance.now() - began);
+        expect(found?.covering.repositories).toHaveLength(50);
+      }
+      slowest = Math.max(slowest, best);
+    }
+    expect(slowest).toBeLessThan(1);
+  });
+
+  it('keeps any number of empty ranges past the end as one', () => {
+    const ranges = createRangeCache(32 * MiB);
+    const now = Date.now();
+    ranges.keep(alice, range(1e8, 5, 50), 1e8, HOUR, now);
+    const one = ranges.bytes;
+    for (let i = 1; i < 10_000; i++) {
+      const start = 1e8 - 5 * i;
+      ranges.keep(alice, range(start, 5, 50), start, HOUR, now);
+    }
+    expect(ranges.bytes).toBe(one);
+    expect(ranges.lookup(alice, 60, 70)?.covering).toEqual({
+      repositories: [],
+      total: 50,
+      offset: 60,
+    });
+    expect(ranges.lookup(alice, 45, 55)).toBeUndefined();
+  });
+
+  it('forgets the other ranges of a list whose total changed', () => {
+    const ranges = createRangeCache(MiB);
+    const now = Date.now();
+    ranges.keep(alice, range(0, 10, 50, 'old'), 0, HOUR, now);
+    ranges.keep(alice, range(20, 10, 51, 'new'), 20, HOUR, now);
+    expect(ranges.lookup(alice, 0, 5)).toBeUndefined();
+    expect(ids(ranges.lookup(alice, 20, 22))).toEqual(['new20', 'new21']);
+    expect(ranges.lookup(alice, 25, 25)?.covering.total).toBe(51);
+  });
+
+  it('serves what the shortest lifetime of the ranges used has left, each aged from its own keeping', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    const ranges = createRangeCache(MiB);
+    ranges.keep(
+      alice,
+      range(0, 10, 50),
+      0,
+      { maxAge: 60, privateMaxAge: 30, scope: 'PUBLIC' },
+      90_000,
+    );
+    ranges.keep(alice, range(10, 10, 50), 10, { maxAge: 20, scope: 'PRIVATE' }, 100_000);
+    expect(ranges.lookup(alice, 0, 5)?.policy).toEqual({
+      maxAge: 50,
+      privateMaxAge: 20,
+      scope: 'PUBLIC',
+    });
+    expect(ranges.lookup(alice, 5, 15)?.policy).toEqual({
+      maxAge: 20,
+      privateMaxAge: 20,
+      scope: 'PRIVATE',
+    });
+    vi.setSystemTime(119_500);
+    // Less than a second left of the second range: not served, the first still is.
+    expect(ranges.lookup(alice, 5, 15)).toBeUndefined();
+    expect(ranges.lookup(alice, 0, 10)?.policy.maxAge).toBe(30);
+    // A page of no items takes the range that lasts longest.
+    expect(ranges.lookup(alice, 3, 3)?.policy).toEqual({
+      maxAge: 30,
+      privateMaxAge: 0,
+      scope: 'PUBLIC',
+    });
+  });
+
+  it("keeps no range read before its caller's ranges were forgotten", () => {
+    vi.useFakeTimers({ now: 100_000 });
+    const ranges = createRangeCache(MiB);
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, 99_000);
+    ranges.evictCaller(alice);
+    expect(ranges.lookup(alice, 0, 5)).toBeUndefined();
+    // Began before the mutation's eviction (or in the same millisecond), finished after it.
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, 99_500);
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, 100_000);
+    expect(ranges.lookup(alice, 0, 5)).toBeUndefined();
+    // Another caller's read is not the evicted caller's.
+    ranges.keep(bob, range(0, 10, 50), 0, HOUR, 99_500);
+    expect(ranges.lookup(bob, 0, 5)).toBeDefined();
+    vi.setSystemTime(100_001);
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, 100_001);
+    expect(ranges.lookup(alice, 0, 5)).toBeDefined();
+  });
+
+  it('refuses reads older than an eviction it no longer remembers, and no others', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    // Room for a few eviction records only.
+    const ranges = createRangeCache(64 * 1024);
+    for (let n = 0; n < 100; n++)
+      ranges.evictCaller({ authorization: `Bearer ${n}`, forwarded: {} });
+    // Whether alice was among the callers pushed out is not known: her read in flight is refused.
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, 99_000);
+    expect(ranges.lookup(alice, 0, 5)).toBeUndefined();
+    vi.setSystemTime(100_001);
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, 100_001);
+    expect(ranges.lookup(alice, 0, 5)).toBeDefined();
+  });
+
+  it("keeps each caller within a share of the bound, its oldest ranges first, and others' ranges", () => {
+    const ranges = createRangeCache(8 * MiB);
+    const now = Date.now();
+    ranges.keep(bob, range(0, 10, 1e6), 0, HOUR, now);
+    for (let start = 0; start < 20_000; start += 10)
+      ranges.keep(alice, range(start, 10, 1e6), start, HOUR, now);
+    // A share is an eighth of the bound, here 1 MiB: alice's first ranges went, her last stay.
+    expect(ranges.bytes).toBeLessThan(1.1 * MiB);
+    expect(ranges.lookup(alice, 0, 10)).toBeUndefined();
+    expect(ids(ranges.lookup(alice, 19_990, 20_000))).toHaveLength(10);
+    expect(ids(ranges.lookup(bob, 0, 10))).toHaveLength(10);
+  });
+
+  it('stays within its bound, the least recently used callers out first', () => {
+    const ranges = createRangeCache(4 * MiB);
+    const now = Date.now();
+    const caller = (n: number) => ({ authorization: `Bearer ${n}`, forwarded: {} });
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, now);
+    for (let n = 0; n < 20_000; n++) {
+      ranges.keep(caller(n), range(0, 10, 50), 0, HOUR, now);
+      if (n % 100 === 0) ranges.lookup(alice, 0, 10);
+    }
+    expect(ranges.bytes).toBeLessThanOrEqual(4 * MiB);
+    expect(ranges.lookup(alice, 0, 10)).toBeDefined();
+    expect(ranges.lookup(caller(0), 0, 10)).toBeUndefined();
+    expect(ranges.lookup(caller(19_999), 0, 10)).toBeDefined();
+  });
+});
 
 describe('range cache', () => {
   describe('with the upstream sending max-age=30 on the repository list', () => {
@@ -119,6 +364,37 @@ describe('range cache', () => {
       expect(calls(h.sandbox)).toBe(3);
     });
 
+    it("keeps no range of a call that went out before its caller's mutation, joined after it", async () => {
+      const app = h.createApp();
+      let open = () => {};
+      const held = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      h.sandbox.setFault('GET /git/v1/repo', { until: held, times: 1 });
+      const before = postGraphQL<Page>(app, page(10, 0), undefined, as('alice'));
+      await expect.poll(() => calls(h.sandbox)).toBe(1);
+      const mutation = await postGraphQL(
+        app,
+        'mutation { createDomainVerification(input: { domain: "example.com" }) { domain } }',
+        undefined,
+        as('alice'),
+      );
+      expect(mutation.errors).toBeUndefined();
+      // The same call, still in flight: joined rather than sent again.
+      const after = postGraphQL<Page>(app, page(10, 0), undefined, as('alice'));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      open();
+      const joined = await after;
+      expect((await before).errors).toBeUndefined();
+      expect(
+        (joined.extensions as { upstreamCalls: { calls: Array<{ joined?: boolean }> } })
+          .upstreamCalls.calls[0]?.joined,
+      ).toBe(true);
+      expect(calls(h.sandbox)).toBe(1);
+      await postGraphQL(app, page(5, 0), undefined, as('alice'));
+      expect(calls(h.sandbox)).toBe(2);
+    });
+
     it('keeps nothing with RESPONSE_CACHE=false, where the same app with it on does', async () => {
       const on = h.createApp();
       await postGraphQL(on, page(40, 0), undefined, as('alice'));
@@ -129,6 +405,89 @@ describe('range cache', () => {
       await postGraphQL(off, page(20, 10), undefined, as('alice'));
       expect(calls(h.sandbox)).toBe(3);
     });
+  });
+
+  describe('with one caller keeping empty ranges at offsets counting down', () => {
+    const h = useHarness({
+      sandbox: { repositoryCacheControl: 'max-age=3600', repositories: 200 },
+    });
+    /** 15 aliases of `limit` items, at the offsets $o0 to $o14. */
+    const fifteen = (limit: number) =>
+      `query Fifteen(${Array.from({ length: 15 }, (_, i) => `$o${i}: Int!`).join(', ')}) { ${Array.from(
+        { length: 15 },
+        (_, i) => `a${i}: repositories(limit: ${limit}, offset: $o${i}) { total items { id } }`,
+      ).join(' ')} }`;
+    const offsets = (offset: (i: number) => number) =>
+      Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`o${i}`, offset(i)]));
+    // Requests answered with no I/O at all run back to back in one turn of the event loop; over
+    // sockets, I/O and timers would run between them.
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('answers the first pages from its kept ranges with no call, and /health at once meanwhile', async () => {
+      // No answer kept whole: every request is answered from the ranges, or upstream.
+      const app = h.createApp({ responseStore: createMemoryResponseStore(0) });
+      // Past the end of the list, ten apart so that no two aliases merge into one range.
+      for (let request = 0; request < 1000; request++) {
+        const past = offsets((i) => 1e8 - 10 * (15 * request + i));
+        const answer = await postGraphQL(app, fifteen(5), past, as('alice'));
+        expect(answer.errors).toBeUndefined();
+        await nextTurn();
+      }
+      // The first 150 items, kept one a range.
+      for (let j = 0; j < 10; j++) {
+        const answer = await postGraphQL(
+          app,
+          fifteen(1),
+          offsets((i) => j + 10 * i),
+          as('alice'),
+        );
+        expect(answer.errors).toBeUndefined();
+      }
+      const firstPages = () =>
+        postGraphQL(
+          app,
+          fifteen(10),
+          offsets((i) => 10 * i),
+          as('alice'),
+        );
+      const before = calls(h.sandbox);
+      // Compiled first: the interpreter's first requests are not what a request costs.
+      for (let i = 0; i < 20; i++) await firstPages();
+      const cached = await firstPages();
+      expect(cached.errors).toBeUndefined();
+      expect((cached.data as Record<string, Page['repositories']>).a14?.items).toHaveLength(10);
+      expect(calls(h.sandbox)).toBe(before);
+
+      // /health arrives while such requests run: it waits for what is in progress to finish.
+      let running = true;
+      const load = (async () => {
+        while (running) {
+          // Two at a time, as several clients would send them.
+          const answers = await Promise.all([1, 2].map(firstPages));
+          for (const answer of answers) expect(answer.errors).toBeUndefined();
+          await nextTurn();
+        }
+      })();
+      // What the process works at before /health is answered, in CPU time: on a shared machine
+      // the wall clock also counts the other processes' turns.
+      const waits: number[] = [];
+      try {
+        for (let i = 0; i < 20; i++) {
+          const sent = process.cpuUsage();
+          const health = await new Promise<Response>((resolve) => {
+            setTimeout(() => resolve(app.fetch('http://facade.test/health')), 2);
+          });
+          const { user, system } = process.cpuUsage(sent);
+          waits.push((user + system) / 1000);
+          expect(health.status).toBe(200);
+        }
+      } finally {
+        running = false;
+        await load;
+      }
+      expect(Math.max(...waits)).toBeLessThan(20);
+      expect(calls(h.sandbox)).toBe(before);
+    }, 60_000);
   });
 
   it('serves a range for what its lifetime has left, then fetches it again', async () => {
