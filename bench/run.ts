@@ -13,12 +13,15 @@
 // Last, bench/cache.ts: the same documents with the upstream sending `max-age=30`, the facade's
 // response cache against the floor and the floor on Yoga with Yoga's, and two scenarios of its
 // own; `npm run bench -- --cache`: that part alone.
+// `npm run bench -- --bounds`: instead, bench/bounds.ts, the heap the in-memory caches hold once
+// filled, against RESPONSE_CACHE_BYTES, for docs/caching.md.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
 import { attribution } from './attribution.js';
+import { reportBounds } from './bounds.js';
 import { cacheComparison } from './cache.js';
 import { instructions } from './instructions.js';
 import {
@@ -50,6 +53,7 @@ const PROFILE = process.argv.includes('--profile');
 // `npm run bench -- --warm-up`: only the warm-up curves of a fresh facade and a fresh floor.
 const WARM_UP_ONLY = process.argv.includes('--warm-up');
 const CACHE_ONLY = process.argv.includes('--cache');
+const BOUNDS = process.argv.includes('--bounds');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -208,6 +212,10 @@ async function warmUpCurve(pid: number, url: string, body: string, seconds: numb
 }
 
 async function main() {
+  if (BOUNDS) {
+    reportBounds();
+    return;
+  }
   build();
   const [sandboxPort, facadePort, floorPort, yogaPort] = [
     await freePort(),
