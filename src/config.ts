@@ -27,7 +27,6 @@ function derive(settings: Settings) {
     /** NODE_ENV=production: field suggestions are hidden. */
     production,
     graphiql: values.graphiql ?? !production,
-    warmUpMs: values.warmUpMs ?? (production ? 10_000 : 0),
     /** Worker processes (node:cluster); 1 runs the facade in this process alone. */
     workers:
       values.workers === 'auto' || (values.workers === undefined && production)

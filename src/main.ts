@@ -17,7 +17,6 @@ import {
   StartupError,
   unexpectedFailure,
 } from './process/startup-errors.js';
-import { warmUp } from './process/warm-up.js';
 import { connectRedis, type RedisConnection } from './redis.js';
 import { type ApqStore, createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
 import { createRateLimiter, type RateLimiter } from './security/use-rate-limit.js';
@@ -79,8 +78,7 @@ async function listenOn(
 
 /**
  * Binds the port for a moment and lets it go: a busy port fails start-up at once, not after the
- * parser compile, the workers and the warm-up. The real listen still reports a port taken in
- * between.
+ * parser compile and the workers. The real listen still reports a port taken in between.
  */
 async function checkPortFree(
   port: number,
@@ -189,26 +187,9 @@ interface Started {
   credentials: CredentialPolicy;
 }
 
-/**
- * WARM_UP_MS: before anything that serves exists, so that nothing of the warm-up can reach the
- * service's upstream, log, metrics, spans or rate limits: it has an app of its own
- * (src/process/warm-up.ts). Off in development, where it would only delay every start.
- */
-async function warmUpFirst(config: Config, logger: Logger): Promise<void> {
-  const began = performance.now();
-  const { requests, failed } = await warmUp(config).catch((error: unknown) => {
-    logger.warn({ err: error }, 'warm-up failed; serving without it');
-    return { requests: 0, failed: 0 };
-  });
-  const ms = Math.round(performance.now() - began);
-  logger.info({ requests, failed, ms }, `Warmed up: ${requests} requests in ${ms} ms`);
-  if (failed > 0) logger.warn({ failed }, 'warm-up: some operations failed');
-}
-
 async function start(config: ServingConfig, logger: Logger): Promise<Started> {
-  // First: its one-off memory must not come on top of the warm-up's and the app's.
+  // First: its one-off memory must not come on top of the app's.
   await compileHttpParser();
-  if (config.warmUpMs > 0) await warmUpFirst(config, logger);
   const link = workerLink();
   // Before the server exists: the server span comes from patching node:http. Without an
   // endpoint the SDK is not even loaded.

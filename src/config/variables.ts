@@ -394,11 +394,6 @@ export const settingsSchema = z.object({
     section: 'operations',
     doc: 'on SIGTERM or SIGINT, how long requests in flight may take to finish',
   }),
-  warmUpMs: variable('WARM_UP_MS', int(0, 120_000).optional(), {
-    section: 'operations',
-    doc: 'how long each process may warm its request path before it builds the serving app and listens (so before `/health` and `/readiness` answer): up to 20,000 representative requests over loopback to an app of its own, built from the same settings, in front of an in-process stand-in for the upstream; no upstream call, request line, rate-limit point, span or metric comes of them ([operations](operations.md#health-and-readiness)); `0` turns it off',
-    default: '`10000` with `NODE_ENV=production`, else `0`',
-  }),
   readinessCheckUpstream: variable('READINESS_CHECK_UPSTREAM', bool.default(false), {
     section: 'operations',
     doc: '`true`: `/readiness` also needs a TCP connection to the upstream',

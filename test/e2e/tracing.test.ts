@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox } from '../../sandbox/server.js';
 import {
   type OtlpReceiver,
   type ReceivedSpan,
@@ -149,40 +148,5 @@ describe('OpenTelemetry tracing', () => {
     }
     expect(receiver.requests.length).toBe(before);
     expect(facade.lines.find((line) => line.msg === 'request')).not.toHaveProperty('span_id');
-  }, 60_000);
-
-  it("exports none of the production warm-up's spans, and the first real request's", async () => {
-    const sandbox = await startSandbox();
-    const facade = await startFacade(
-      {
-        NODE_ENV: 'production',
-        UPSTREAM_URL: sandbox.url,
-        WORKERS: '1',
-        WARM_UP_MS: '1500',
-        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-        OTEL_SERVICE_NAME: 'facade-warmed-up',
-      },
-      { timeoutMs: 30_000 },
-    );
-    try {
-      expect(
-        facade.lines.find((line) => line.msg?.toString().startsWith('Warmed up')),
-      ).toMatchObject({ failed: 0 });
-      const answer = await post(facade.url, '{ repositories(limit: 1) { total } }', {
-        traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01`,
-      });
-      expect(answer.status).toBe(200);
-    } finally {
-      expect(await facade.stop()).toBe(0);
-      await sandbox.close();
-    }
-    const ours = receiver.spans.filter((span) => span.service === 'facade-warmed-up');
-    // Hundreds of warm-up requests went through the app: only the real one's spans are exported.
-    expect(ours.length).toBeGreaterThan(0);
-    expect(ours.filter((span) => span.traceId !== TRACE_ID)).toEqual([]);
-    expect(ours.filter((span) => span.kind === 2 && span.name.endsWith('/graphql'))).toHaveLength(
-      1,
-    );
   }, 60_000);
 });
