@@ -1,14 +1,6 @@
-// The tabs GraphiQL opens with: one runnable example per root field, against the sandbox's data.
-
-const tab = (query: string, variables?: Record<string, unknown>) => ({
-  query: query.trim(),
-  variables: variables ? JSON.stringify(variables, null, 2) : null,
-});
-
+// Written by `npm run example:web:codegen` from examples/web/src/operations.ts: edit them there.
 export const graphiqlTabs = [
-  tab(
-    `
-# One page of repositories. Omit limit/offset to get the upstream's defaults.
+  `# One page of repositories: $limit of them after the first $offset.
 query Repositories($limit: Int = 5, $offset: Int = 0) {
   repositories(limit: $limit, offset: $offset) {
     total
@@ -17,45 +9,48 @@ query Repositories($limit: Int = 5, $offset: Int = 0) {
     items {
       id
       defaultBranch
-      branches { name target isDefault }
-      branch(name: "main") { target }
-      tags { name target message }
+      branches {
+        name
+      }
+      tags {
+        name
+      }
     }
   }
 }`,
-    { limit: 5, offset: 0 },
-  ),
-  tab(
-    `
-# The same list as a Relay connection: pass pageInfo.endCursor as $after for the next page.
+  `# The same list as a Relay connection: pass pageInfo.endCursor as $after for the next page.
 query RepositoriesConnection($first: Int = 3, $after: String) {
   repositoriesConnection(first: $first, after: $after) {
     totalCount
-    pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-    edges { cursor node { id defaultBranch } }
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    edges {
+      cursor
+      node {
+        id
+        defaultBranch
+      }
+    }
   }
 }`,
-    { first: 3 },
-  ),
-  tab(
-    `
-# Step 1 of verifying a domain: publish dnsRecord at your DNS provider.
-mutation CreateDomainVerification($domain: String!) {
+  `# Step 1 of verifying a domain: publish dnsRecord at your DNS provider.
+mutation CreateDomainVerification($domain: String = "example.com") {
   createDomainVerification(input: { domain: $domain }) {
     id
     domain
     verificationCode
-    createdAt
-    dnsRecord { type name value }
+    dnsRecord {
+      type
+      name
+      value
+    }
   }
 }`,
-    { domain: 'example.com' },
-  ),
-  tab(
-    `
-# Step 2: after publishing dnsRecord, see what DNS answers now (the facade looks it up itself).
-# matches: true means verifyDomain should succeed; error says in plain words why nothing was found.
-query DomainDnsCheck($domain: String!, $verificationCode: String) {
+  `# Step 2: see what DNS answers now (the facade looks it up itself). With the verificationCode
+# of step 1, matches: true means verifyDomain should succeed; error says why nothing was found.
+query DomainDnsCheck($domain: String = "example.com", $verificationCode: String) {
   domainDnsCheck(domain: $domain, verificationCode: $verificationCode) {
     host
     values
@@ -63,20 +58,25 @@ query DomainDnsCheck($domain: String!, $verificationCode: String) {
     error
   }
 }`,
-    { domain: 'example.com', verificationCode: 'paste the verificationCode from step 1' },
-  ),
-  tab(
-    `
-# Step 3: ask the upstream to check the record. "Not yet" is verified: false with a message.
-mutation VerifyDomain($domain: String!) {
-  verifyDomain(input: { domain: $domain }) { domain verified message }
+  `# Step 3: ask the upstream to check the record. "Not yet" is verified: false with a message.
+mutation VerifyDomain($domain: String = "example.com") {
+  verifyDomain(input: { domain: $domain }) {
+    domain
+    verified
+    message
+  }
 }`,
-    { domain: 'example.com' },
-  ),
-  tab(
-    `
-# A dev server: omit ports to expose 3000 on 443, or pass [] to expose nothing.
-mutation RequestDevServer($input: RequestDevServerInput!) {
+  `# A dev server: omit ports to expose 3000 on 443, or pass [] to expose nothing.
+mutation RequestDevServer(
+  $input: RequestDevServerInput = {
+    repoId: "repo-1"
+    installCommand: "npm ci"
+    devCommand: "npm run dev"
+    envVars: [{ name: "NODE_ENV", value: "development" }]
+    ports: [{ port: 443, targetPort: 3000 }]
+    computeClass: "low"
+  }
+) {
   requestDevServer(input: $input) {
     ephemeralUrl
     mcpEphemeralUrl
@@ -85,15 +85,4 @@ mutation RequestDevServer($input: RequestDevServerInput!) {
     installCommandRunning
   }
 }`,
-    {
-      input: {
-        repoId: 'repo-1',
-        installCommand: 'npm ci',
-        devCommand: 'npm run dev',
-        envVars: [{ name: 'NODE_ENV', value: 'development' }],
-        ports: [{ port: 443, targetPort: 3000 }],
-        computeClass: 'low',
-      },
-    },
-  ),
 ];

@@ -85,7 +85,8 @@ export function useGraphiQL({ endpoint, title }: GraphiQLOptions): Plugin {
   let page: Promise<Page> | undefined;
   const build = async (): Promise<Page> => {
     const { renderGraphiQL } = await import('@graphql-yoga/render-graphiql');
-    const html = renderGraphiQL({ title, defaultTabs: graphiqlTabs, shouldPersistHeaders: false });
+    const defaultTabs = graphiqlTabs.map((query) => ({ query }));
+    const html = renderGraphiQL({ title, defaultTabs, shouldPersistHeaders: false });
     const identity = Buffer.from(patchGraphiQL(html));
     const [gz, br] = await Promise.all([
       gzipAsync(identity, { level: 6 }),

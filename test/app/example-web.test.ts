@@ -35,6 +35,13 @@ describe('the example frontend’s generated files (examples/web/src/gql)', () =
       [...(documents?.values() ?? [])]
         .map((text) => /^(query|mutation) (\w+)/.exec(text)?.[2])
         .sort(),
-    ).toEqual(['CreateDomainVerification', 'DomainDnsCheck', 'Repositories', 'VerifyDomain']);
+    ).toEqual([
+      'CreateDomainVerification',
+      'DomainDnsCheck',
+      'Repositories',
+      'RepositoriesConnection',
+      'RequestDevServer',
+      'VerifyDomain',
+    ]);
   });
 });
