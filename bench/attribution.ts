@@ -1,42 +1,41 @@
 // `npm run bench -- --attribution`: what each layer of the facade costs, over HTTP. Each variant
 // is its own process on core 0: the floor (bench/floor.ts on node:http), the same floor served by
-// bare graphql-yoga, and the facade (bench/lean.ts) whole and with layers left out. In every round
-// each variant serves the page for BENCH_DURATION_S seconds from BENCH_CONNECTIONS connections,
-// one after another; a layer's cost is the median over the rounds of (whole - without it), CPU
-// per request, so that a change of the machine's load between rounds falls on both sides.
+// bare graphql-yoga, and the facade's production entry, whole and with each layer its
+// configuration turns off left out (the product has no switch for the others, and gets none for a
+// benchmark). In every round each variant serves the page for BENCH_DURATION_S seconds from
+// BENCH_CONNECTIONS connections, one after another; a layer's cost is the median over the rounds
+// of (whole - without it), CPU per request, so that a change of the machine's load between rounds
+// falls on both sides.
 //
-// BENCH_BASE, the path of another checkout with its bench built (`npm run build:bench` there),
-// runs that build's facade variants too, alternated with this one's in every round, for a before
-// and after measured in the same run: `git worktree add /tmp/base <commit>`, link its
-// node_modules, build its bench, then `BENCH_BASE=/tmp/base npm run bench -- --attribution`.
+// BENCH_BASE, the path of another checkout with its facade built (`npm run build` there), runs
+// that build's facade variants too, alternated with this one's in every round, for a before and
+// after measured in the same run: `git worktree add /tmp/base <commit>`, link its node_modules,
+// build it, then `BENCH_BASE=/tmp/base npm run bench -- --attribution`.
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { cpuSeconds, LEAN_SCRIPT, startFacade, startFloor } from './processes.js';
+import { cpuSeconds, FACADE_SCRIPT, startFacade, startFloor } from './processes.js';
 
 const ROUNDS = Number(process.env.BENCH_ATTRIBUTION_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 4);
 const BASE = process.env.BENCH_BASE;
 
-const REQUEST_PHASE = 'cacheControl,metrics,readiness,csrf,bodySize,mediaType';
-const VALIDATION_PHASE = 'limits,operationTypes,listLimits,cost';
-const ALL_LAYERS = `requestLog,rateLimit,${REQUEST_PHASE},${VALIDATION_PHASE},upstreamCalls`;
-
-/** Facade variants: what each leaves out (BENCH_OMIT of bench/lean.ts); instructions.ts's too. */
-export const FACADE_VARIANTS: Record<string, string> = {
-  whole: '',
-  'without request log': 'requestLog',
-  'without rate limit': 'rateLimit',
-  [`without the request phase's checks (${REQUEST_PHASE})`]: REQUEST_PHASE,
-  [`without the validation phase's (${VALIDATION_PHASE})`]: VALIDATION_PHASE,
-  'without the upstream-calls extension': 'upstreamCalls',
-  'without federated tracing (no request asks for ftv1)': 'federatedTracing',
-  'without any optional layer': ALL_LAYERS,
-  'without graphql-jit (graphql-js executes)': 'jit',
-  "without Yoga's parse and validation cache": 'parseCache',
+// What the configuration can turn off: the layers a variant leaves out.
+const OFF: Record<string, string> = {
+  RATE_LIMIT_POINTS: '0',
+  LOG_LEVEL: 'warn',
+  RESPONSE_CACHE: 'false',
+  FEDERATED_TRACING: 'false',
 };
 
-const CORE = 'without every stage but graphql-jit (schema, context, client)';
+/** Facade variants: the settings each runs with; instructions.ts's too. */
+export const FACADE_VARIANTS: Record<string, Record<string, string>> = {
+  whole: {},
+  ...Object.fromEntries(
+    Object.entries(OFF).map(([name, value]) => [`with ${name}=${value}`, { [name]: value }]),
+  ),
+  'with all of these': OFF,
+};
 
 interface Server {
   pid: number;
@@ -57,20 +56,11 @@ async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
   };
   await add('floor (node:http)', (port) => startFloor(port, sandboxUrl));
   await add('floor on Yoga', (port) => startFloor(port, sandboxUrl, 'yoga'));
-  // The schema, the context and the client, served with graphql-jit and nothing else of the
-  // pipeline: what the facade's own resolvers and upstream calls cost over the floor's.
-  await add(`facade ${CORE}`, (port) =>
-    startFacade(port, sandboxUrl, { BENCH_KEEP: 'jit' }, 1, LEAN_SCRIPT),
-  );
-  for (const [name, omit] of Object.entries(FACADE_VARIANTS)) {
-    await add(`facade ${name}`, (port) =>
-      startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, LEAN_SCRIPT),
-    );
-    // The layers only: without graphql-jit or the parse cache, both builds cost several times as
-    // much, and the rounds would go to them.
-    if (BASE && !/jit|parseCache/.test(omit)) {
+  for (const [name, env] of Object.entries(FACADE_VARIANTS)) {
+    await add(`facade ${name}`, (port) => startFacade(port, sandboxUrl, env));
+    if (BASE) {
       await add(`base: facade ${name}`, (port) =>
-        startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, `${BASE}/${LEAN_SCRIPT}`),
+        startFacade(port, sandboxUrl, env, 1, `${BASE}/${FACADE_SCRIPT}`),
       );
     }
   }
@@ -121,7 +111,7 @@ export async function attribution(sandboxUrl: string, body: string): Promise<voi
         cpuUsPerRequest: Math.round(median(values)),
         ofFloor: Number((median(values) / floor).toFixed(2)),
         // Paired by round: what leaving the layer out saved (negative: it cost more without).
-        wholeMinusThis: /^(base: )?facade without/.test(name)
+        wholeMinusThis: /^(base: )?facade with /.test(name)
           ? paired(name.startsWith('base') ? wholes.base : wholes.facade, values)
           : null,
         rounds: values.map(Math.round).join(' '),
@@ -129,10 +119,6 @@ export async function attribution(sandboxUrl: string, body: string): Promise<voi
     );
     // The figure to watch: what the facade's pipeline costs over bare Yoga.
     console.log(`facade whole - floor on Yoga: ${paired(wholes.facade, onYoga)} µs a request`);
-    const core = measured.get(`facade ${CORE}`) as number[];
-    console.log(
-      `of which the stages: ${paired(wholes.facade, core)} µs; the schema, context and client over the floor's: ${paired(core, onYoga)} µs`,
-    );
     if (BASE) console.log(`base: the same: ${paired(wholes.base, onYoga)} µs a request`);
   } finally {
     for (const server of servers.values()) server.stop();

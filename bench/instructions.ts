@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
 import { FACADE_VARIANTS } from './attribution.js';
-import { LEAN_SCRIPT, startFacade, startFloor } from './processes.js';
+import { startFacade, startFloor } from './processes.js';
 
 const WARM = Number(process.env.BENCH_INSTRUCTIONS_WARM ?? 12_000);
 const COUNTED = Number(process.env.BENCH_INSTRUCTIONS_COUNTED ?? 1_000);
@@ -111,13 +111,12 @@ export async function instructions(sandboxUrl: string, body: string): Promise<vo
     'floor on Yoga',
     await count('yoga', (port, w) => startFloor(port, sandboxUrl, 'yoga', options(w)), body),
   );
-  for (const [name, omit] of Object.entries(FACADE_VARIANTS)) {
+  for (const [name, env] of Object.entries(FACADE_VARIANTS)) {
     counted.set(
       `facade ${name}`,
       await count(
         name,
-        (port, w) =>
-          startFacade(port, sandboxUrl, { BENCH_OMIT: omit }, 1, LEAN_SCRIPT, options(w)),
+        (port, w) => startFacade(port, sandboxUrl, env, 1, undefined, options(w)),
         body,
       ),
     );
@@ -129,7 +128,7 @@ export async function instructions(sandboxUrl: string, body: string): Promise<vo
       variant,
       mainThreadPerRequest: Math.round(mainPerRequest),
       ofFloor: Number((mainPerRequest / floor).toFixed(3)),
-      wholeMinusThis: variant.startsWith('facade without')
+      wholeMinusThis: variant.startsWith('facade with ')
         ? Math.round(whole - mainPerRequest)
         : null,
       otherThreadsPerRequest: Math.round(otherThreadsPerRequest),

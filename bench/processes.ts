@@ -26,8 +26,8 @@ export function build(): void {
   execFileSync('npm', ['run', '-s', 'build:bench'], { cwd: root, stdio: 'inherit' });
 }
 
-/** The facade with pipeline stages left out (bench/lean.ts), compiled by `build()`. */
-export const LEAN_SCRIPT = 'bench/build/bench/lean.js';
+/** The facade's production entry, compiled by `build()`. */
+export const FACADE_SCRIPT = 'dist/src/main.js';
 
 export interface StartOptions {
   /** A command that runs node, e.g. valgrind and its options (bench/instructions.ts). */
@@ -102,8 +102,8 @@ export function startFacade(
   upstreamUrl: string,
   env: Record<string, string> = {},
   workers = 1,
-  /** What runs: the deployed entry, or LEAN_SCRIPT (the app with layers left out). */
-  script = 'dist/src/main.js',
+  /** What runs: this checkout's entry, or another's (bench/attribution.ts's BENCH_BASE). */
+  script = FACADE_SCRIPT,
   options: StartOptions = {},
 ): Promise<ChildProcess> {
   return start(

@@ -90,7 +90,7 @@ export const PATHS = {
  * One named step of the pipeline and the plugins it adds: none where the configuration turns it
  * off.
  */
-export interface Stage {
+interface Stage {
   readonly name: string;
   readonly plugins: readonly Plugin[];
 }
@@ -121,7 +121,7 @@ function useJit(): Plugin {
  * body is read; the document limits run before any resolver or upstream call; compression runs
  * last, since it rebuilds the answer from the headers the others set.
  */
-export function createPipeline({
+function createPipeline({
   config,
   logger = silentLogger(),
   metrics = createMetrics(),
@@ -216,11 +216,8 @@ export function createPipeline({
   ];
 }
 
-/**
- * Yoga's options for the app, with the plugins of `pipeline` in order. The benchmark builds its
- * variants from these with stages left out (bench/lean.ts); nothing else does.
- */
-export function appOptions(
+/** Yoga's options for the app, with the plugins of `pipeline` in order. */
+function appOptions(
   {
     config,
     client,
@@ -269,10 +266,9 @@ export function appOptions(
 /**
  * The parts createApp fills in when not given: one metrics registry for the pipeline and the
  * context's joined calls alike, and the range cache, off with the response cache
- * (RESPONSE_CACHE=false) and bounded like it (RESPONSE_CACHE_BYTES). The benchmark's variants
- * (bench/lean.ts) build from the same parts.
+ * (RESPONSE_CACHE=false) and bounded like it (RESPONSE_CACHE_BYTES).
  */
-export function completeDeps(deps: AppDeps): AppDeps {
+function completeDeps(deps: AppDeps): AppDeps {
   return {
     ...deps,
     metrics: deps.metrics ?? createMetrics(),
