@@ -1,6 +1,7 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
 import { createRangeCache, type RangeCache } from './cache/ranges.js';
+import { createRefreshes, type Refreshes } from './cache/refresh.js';
 import { createMemoryResponseStore, type ResponseStore } from './cache/response-store.js';
 import { useCacheControl } from './cache/use-cache-control.js';
 import { useRangeCache } from './cache/use-range-cache.js';
@@ -73,6 +74,8 @@ export interface AppDeps {
    * when the response cache is on. None: every range is fetched.
    */
   rangeCache?: RangeCache | undefined;
+  /** Background refreshes of kept ranges (stale-while-revalidate); main.ts drains them. */
+  refreshes?: Refreshes | undefined;
   /** The one credential policy (src/credentials.ts); createApp builds it from `config` if absent. */
   credentials?: CredentialPolicy | undefined;
 }
@@ -226,6 +229,7 @@ function appOptions(
     tracing,
     metrics,
     rangeCache,
+    refreshes,
     credentials,
   }: AppDeps,
   pipeline: readonly Stage[],
@@ -237,7 +241,9 @@ function appOptions(
       client,
       tracer: tracing?.tracer,
       onJoin: metrics && ((route) => metrics.countJoinedCall(route)),
+      onCacheLookup: metrics && ((route, result) => metrics.countCacheLookup(route, result)),
       ranges: rangeCache,
+      refreshes,
       credentials,
     }),
     graphqlEndpoint: PATHS.graphql,
@@ -269,9 +275,13 @@ function appOptions(
  * (RESPONSE_CACHE=false) and bounded like it (RESPONSE_CACHE_BYTES).
  */
 function completeDeps(deps: AppDeps): AppDeps {
+  const metrics = deps.metrics ?? createMetrics();
   return {
     ...deps,
-    metrics: deps.metrics ?? createMetrics(),
+    metrics,
+    refreshes:
+      deps.refreshes ??
+      createRefreshes({ onEnd: (route, outcome) => metrics.countRefresh(route, outcome) }),
     credentials: deps.credentials ?? createCredentialPolicy(deps.config),
     rangeCache:
       deps.rangeCache ??

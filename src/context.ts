@@ -3,10 +3,12 @@ import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
 import { createInFlight } from './cache/join.js';
 import type { CachePolicy } from './cache/policy.js';
-import type { RangeCache } from './cache/ranges.js';
+import type { RangeCache, Stale } from './cache/ranges.js';
+import type { Refreshes } from './cache/refresh.js';
 import type { Config } from './config.js';
 import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
+import type { CacheLookup } from './telemetry/metrics.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
@@ -35,7 +37,11 @@ export interface RequestContext {
    * The list ranges answered from the range cache (src/cache/ranges.ts): the lifetime
    * each had left, and the fields it served when the request shows its calls.
    */
-  cachedRanges: Array<{ policy: CachePolicy; fields?: readonly string[] | undefined }>;
+  cachedRanges: Array<{
+    policy: CachePolicy;
+    fields?: readonly string[] | undefined;
+    stale?: Stale | undefined;
+  }>;
   /**
    * A field read something that has no cache policy of its own (a DNS look-up): the answer is
    * kept by no one unless a static hint covers it (src/cache/hints.ts).
@@ -62,6 +68,10 @@ export interface ContextDeps {
   tracer?: Tracer | undefined;
   /** Told of every upstream call a request joined rather than sent, by route, for metrics. */
   onJoin?: ((route: string) => void) | undefined;
+  /** Told of every look-up in the kept ranges, by route and what it found, for metrics. */
+  onCacheLookup?: ((route: string, result: CacheLookup) => void) | undefined;
+  /** Where kept ranges past their max-age are refreshed; none: stale-while-revalidate is off. */
+  refreshes?: Refreshes | undefined;
   /** The list ranges kept per caller; none: every range is fetched. */
   ranges?: RangeCache | undefined;
   /** Default: one built from `config`. */
@@ -81,6 +91,8 @@ export function createContextFactory({
   tracer,
   txtResolver = createTxtResolver(config.dns, tracer),
   onJoin,
+  onCacheLookup,
+  refreshes,
   ranges,
   credentials = createCredentialPolicy(config),
 }: ContextDeps) {
@@ -124,7 +136,10 @@ export function createContextFactory({
         maxCoalescedRange: config.maxCoalescedRange,
         pageCap,
         ranges,
-        onCachedRange: (hit, fields) => cachedRanges.push({ policy: hit.policy, fields }),
+        refreshes,
+        onLookup: onCacheLookup,
+        onCachedRange: (hit, fields) =>
+          cachedRanges.push({ policy: hit.policy, fields, stale: hit.stale }),
       }),
       txtLookups,
       requestId,

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from './app.js';
 import { createRedisResponseStore } from './cache/redis-store.js';
+import { createRefreshes, type Refreshes } from './cache/refresh.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import { createHealth, type Health } from './http/health.js';
@@ -185,6 +186,7 @@ interface Started {
   upstreamUrl: string;
   tracing: Tracing | undefined;
   credentials: CredentialPolicy;
+  refreshes: Refreshes;
 }
 
 async function start(config: ServingConfig, logger: Logger): Promise<Started> {
@@ -256,9 +258,13 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
         })
       : undefined;
   const credentials = createCredentialPolicy(config);
+  const refreshes = createRefreshes({
+    onEnd: (route, outcome) => metrics.countRefresh(route, outcome),
+  });
   const yoga = createApp({
     config,
     credentials,
+    refreshes,
     client,
     logger,
     metrics,
@@ -291,6 +297,7 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     upstreamUrl,
     tracing,
     credentials,
+    refreshes,
   };
 }
 
@@ -356,7 +363,7 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
  * http.Server#close does) resets requests that clients are already sending on it.
  */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
-  const { server, metricsServer, client, health, rateLimiter, redis, tracing } = started;
+  const { server, metricsServer, client, health, rateLimiter, redis, tracing, refreshes } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -377,6 +384,8 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
       // Scraped until the drain is over, so the metrics cover the last requests.
       metricsServer?.close();
       metricsServer?.closeAllConnections();
+      // Background refreshes end before the client closes, within what is left of the grace.
+      await refreshes.drain(config.shutdownGraceMs);
       await Promise.allSettled([client.close(), rateLimiter?.close()]);
       redis?.disconnect();
       // Last: the spans of the requests that just drained are exported before the exit.

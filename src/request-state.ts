@@ -37,6 +37,11 @@ export interface RequestState {
    * undefined until its results are processed, and then `no-store` unless every one allows.
    */
   cachePolicy: CachePolicy | undefined;
+  /**
+   * Set when the answer holds kept data past its max-age (stale-while-revalidate or -if-error):
+   * the age in seconds of its oldest, which its `Age` header states.
+   */
+  staleAge: number | undefined;
   /** Whether the response cache answered (a batch: its last operation), when it is on. */
   responseCache: 'hit' | 'miss' | undefined;
   /**
@@ -92,6 +97,7 @@ export function requestState(request: Request): RequestState {
       apqDocuments: undefined,
       cachePolicy: undefined,
       responseCache: undefined,
+      staleAge: undefined,
       upstreamCalls: undefined,
       rateLimit: undefined,
     };

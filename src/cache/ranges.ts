@@ -3,7 +3,7 @@ import type { CallContext } from '../upstream/client.js';
 import { listRepositories } from '../upstream/endpoints.js';
 import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { joinKey } from './join.js';
-import { aged, type CachePolicy, strictest } from './policy.js';
+import { aged, type CachePolicy, staleWindow, strictest } from './policy.js';
 import {
   createEvictions,
   heapBytes,
@@ -24,16 +24,36 @@ type CallerInputs = Pick<CallContext, 'authorization' | 'caller' | 'forwarded'>;
 /** A range served from the cache: its items from `start`, the list's total, what is left of it. */
 export interface CachedRange {
   covering: RepositoryList;
-  /** The lifetimes left (whole seconds, at least 1) and the scope of the answers it came from. */
+  /**
+   * The lifetimes left (whole seconds, at least 1) and the scope of the answers it came from; a
+   * stale range has none left (maxAge 0).
+   */
   policy: CachePolicy;
+  /** Set when part of it is past its max-age: the rule that let it answer and its age (s). */
+  stale?: Stale | undefined;
+}
+
+/** RFC 5861's two rules for data past its max-age. */
+export type StaleRule = 'stale-while-revalidate' | 'stale-if-error';
+
+export interface Stale {
+  rule: StaleRule;
+  /** Seconds since the oldest of its data was fetched, as `Age` says it. */
+  age: number;
 }
 
 export interface RangeCache {
   /**
    * The items of [start, end) from fresh ranges of this caller's that cover it wholly; undefined
-   * when any part is missing (then the range is fetched whole).
+   * when any part is missing (then the range is fetched whole). With a `stale` rule, ranges past
+   * their max-age but within that rule's window answer too.
    */
-  lookup(call: CallerInputs, start: number, end: number): CachedRange | undefined;
+  lookup(
+    call: CallerInputs,
+    start: number,
+    end: number,
+    stale?: StaleRule | undefined,
+  ): CachedRange | undefined;
   /**
    * Keeps what a range's calls brought, for `policy`'s max-age counted from `since` (ms, taken
    * before the first call went out, so the range never outlives its answer), unless the caller's
@@ -181,43 +201,66 @@ export function createRangeCache(maxBytes: number): RangeCache {
     get bytes() {
       return lists.calculatedSize;
     },
-    lookup(call, start, end) {
+    lookup(call, start, end, rule) {
       const key = listKey(call);
       const list = lists.get(key);
       if (!list) return undefined;
       const now = Date.now();
+      // What a range kept at `since` under `policy` is worth now: fresh, stale under the rule, or
+      // gone (past every window it has, so it is dropped).
+      const judge = (policy: CachePolicy, since: number): CachePolicy | Stale | 'gone' | 'no' => {
+        const left = aged(policy, now - since);
+        // Served with at least a whole second left, or not at all.
+        if (left.maxAge >= 1) return left;
+        const past = (now - since) / 1000 - policy.maxAge;
+        if (past > staleWindow(policy)) return 'gone';
+        const window =
+          rule === 'stale-while-revalidate' ? policy.staleWhileRevalidate : policy.staleIfError;
+        if (!rule || past > (window ?? 0)) return 'no';
+        return { rule, age: Math.floor((now - since) / 1000) };
+      };
+      let policy: CachePolicy | undefined;
+      let stale: Stale | undefined;
+      const take = (worth: CachePolicy | Stale) => {
+        if ('rule' in worth)
+          stale = { rule: worth.rule, age: Math.max(stale?.age ?? 0, worth.age) };
+        else policy = policy ? strictest(policy, worth) : worth;
+      };
+      const answer = (covering: RepositoryList): CachedRange => ({
+        covering,
+        // Stale data gives whoever reads it no further lifetime.
+        policy: stale ? { maxAge: 0, scope: policy?.scope ?? 'PRIVATE' } : (policy as CachePolicy),
+        stale,
+      });
       // A range of no items (a page that asks only `total`) takes the freshest range's.
       if (start >= end) {
-        const policy = aged(list.latest.policy, now - list.latest.since);
-        if (policy.maxAge < 1) return undefined;
-        return { covering: { repositories: [], total: list.total, offset: start }, policy };
+        const worth = judge(list.latest.policy, list.latest.since);
+        if (worth === 'gone' || worth === 'no') return undefined;
+        take(worth);
+        return answer({ repositories: [], total: list.total, offset: start });
       }
       const items: Repository[] = [];
-      let policy: CachePolicy | undefined;
       let at = start;
       for (let index = firstAbove(list.segments, start, starts) - 1; at < end; index++) {
         const segment = list.segments[index];
         if (!segment || segment.start > at || segment.end <= at) return undefined;
-        const left = aged(segment.policy, now - segment.since);
-        // Served with at least a whole second left, or not at all.
-        if (left.maxAge < 1) {
+        const worth = judge(segment.policy, segment.since);
+        if (worth === 'gone') {
           remove(list, index);
           resize(key, list);
           return undefined;
         }
-        policy = policy ? strictest(policy, left) : left;
+        if (worth === 'no') return undefined;
+        take(worth);
         const stop = Math.min(end, segment.end);
         for (const item of segment.items.slice(at - segment.start, stop - segment.start))
           items.push(item);
         at = stop;
       }
-      return {
-        covering: { repositories: items, total: list.total, offset: start },
-        policy: policy as CachePolicy,
-      };
+      return answer({ repositories: items, total: list.total, offset: start });
     },
     keep(call, covering, start, policy, since) {
-      if (!policy || policy.maxAge <= 0 || maxBytes <= 0) return;
+      if (!policy || policy.maxAge + staleWindow(policy) <= 0 || maxBytes <= 0) return;
       const key = listKey(call);
       if (!evictions.allows(key, since)) return;
       const { total, repositories } = covering;
@@ -244,7 +287,8 @@ export function createRangeCache(maxBytes: number): RangeCache {
         kept?.total === total
           ? kept
           : { total, segments: [], order: new Set(), latest: { policy, since }, bytes: empty };
-      const expires = (latest: List['latest']) => latest.since + latest.policy.maxAge * 1000;
+      const expires = (latest: List['latest']) =>
+        latest.since + (latest.policy.maxAge + staleWindow(latest.policy)) * 1000;
       if (expires({ policy, since }) > expires(list.latest)) list.latest = { policy, since };
       if (segment) insert(list, segment);
       for (const oldest of list.order) {

@@ -56,6 +56,11 @@ export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptio
           // A stream is answered in parts and never kept; a result the response cache answered
           // already carries the policy it was kept with.
           if (isAsyncIterable(result) || (result as WithPolicy)[ANSWER_POLICY]) return;
+          for (const { stale } of context.cachedRanges ?? []) {
+            if (!stale) continue;
+            const state = requestState(context.request);
+            state.staleAge = Math.max(state.staleAge ?? 0, stale.age);
+          }
           // Before the response cache's own hook, which keeps the result with what it carries.
           (result as WithPolicy)[ANSWER_POLICY] = operationPolicy({
             operation: getOperationAST(args.document, args.operationName)?.operation,
@@ -72,7 +77,9 @@ export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptio
       requestState(request).cachePolicy = answerPolicy(result);
     },
     onResponse({ request, response }) {
-      const policy = requestState(request).cachePolicy;
+      const { cachePolicy: policy, staleAge } = requestState(request);
+      // RFC 5861: a stale answer says how old it is (its Cache-Control gives it no lifetime).
+      if (staleAge !== undefined) response.headers.set('age', String(staleAge));
       const keeps = !!policy && policy.maxAge > 0 && response.status === 200;
       if (keeps) addVary(response.headers, ...varyOn);
       else addVary(response.headers, 'Origin');

@@ -35,10 +35,11 @@ export function useRangeCache(ranges: RangeCache): Plugin {
           ...result.extensions,
           upstreamCalls: {
             ...shown,
-            cachedRanges: cached.map(({ policy, fields }) => ({
+            cachedRanges: cached.map(({ policy, fields, stale }) => ({
               method: listRepositories.method,
               route: listRepositories.path,
               maxAge: policy.maxAge,
+              ...(stale ? { stale } : {}),
               ...(fields ? { fields: [...new Set(fields)] } : {}),
             })),
           },

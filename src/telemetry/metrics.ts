@@ -23,7 +23,14 @@ export interface Metrics {
   observeRedis(available: boolean): void;
   /** Wired to the Redis connection: a command that came back without Redis's answer. */
   countRedisMiss(reason: RedisMiss): void;
+  /** A read looked up in what was kept (the kept ranges), by route and what it found. */
+  countCacheLookup(route: string, result: CacheLookup): void;
+  /** A background refresh of kept data past its max-age (stale-while-revalidate) that ended. */
+  countRefresh(route: string, outcome: 'ok' | 'failed'): void;
 }
+
+/** What a lookup found: fresh data, nothing usable, or data past its max-age served by a rule. */
+export type CacheLookup = 'hit' | 'miss' | 'stale-while-revalidate' | 'stale-if-error';
 
 /** What a caller says it is, from Apollo's client identity headers; bounded strings. */
 export interface ClientIdentity {
@@ -136,8 +143,27 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers: [registry],
   });
 
+  const cacheLookups = new Counter({
+    name: 'cache_lookups_total',
+    help: 'Upstream reads looked up in what was kept, by route and result: hit (fresh), miss, or past max-age and served by stale-while-revalidate or stale-if-error',
+    labelNames: ['route', 'result'],
+    registers: [registry],
+  });
+  const cacheRefreshes = new Counter({
+    name: 'cache_refreshes_total',
+    help: 'Background refreshes of kept data past its max-age (stale-while-revalidate), by route and outcome',
+    labelNames: ['route', 'outcome'],
+    registers: [registry],
+  });
+
   return {
     registry,
+    countCacheLookup(route, result) {
+      cacheLookups.inc({ route, result });
+    },
+    countRefresh(route, outcome) {
+      cacheRefreshes.inc({ route, outcome });
+    },
     observeRedis(available) {
       redisAvailable ??= new Gauge({
         name: 'redis_available',

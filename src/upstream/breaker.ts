@@ -8,7 +8,7 @@ import {
 import { UpstreamError } from '../errors.js';
 
 /** Failures that say the upstream itself is unwell; a 4xx or a cancelled call says nothing of it. */
-function isUpstreamFault(error: Error): boolean {
+export function isUpstreamFault(error: Error): boolean {
   if (!(error instanceof UpstreamError) || error.cancelled) return false;
   if (error.transportFault) return true;
   if (error.code === 'UPSTREAM_UNAVAILABLE' || error.code === 'UPSTREAM_TIMEOUT') return true;

@@ -1,8 +1,12 @@
 import DataLoader from 'dataloader';
 import type { InFlight } from '../cache/join.js';
+import { joinKey } from '../cache/join.js';
 import { readsPolicy } from '../cache/policy.js';
 import type { CachedRange, RangeCache } from '../cache/ranges.js';
+import type { Refreshes } from '../cache/refresh.js';
 import { UpstreamBudgetError } from '../errors.js';
+import type { CacheLookup } from '../telemetry/metrics.js';
+import { isUpstreamFault } from './breaker.js';
 import type { CallBudget } from './budget.js';
 import type { CallContext, CompletedCall } from './client.js';
 import { listRepositories, type PageQuery } from './endpoints.js';
@@ -30,7 +34,13 @@ export interface LoaderOptions {
   ranges?: RangeCache | undefined;
   /** Told of every range answered from `ranges`, with the fields it served. */
   onCachedRange?: ((hit: CachedRange, fields: readonly string[] | undefined) => void) | undefined;
+  /** Where a kept range past its max-age is refreshed (stale-while-revalidate); none: never. */
+  refreshes?: Refreshes | undefined;
+  /** Told of every look-up in `ranges`, by route and what it found. */
+  onLookup?: ((route: string, result: CacheLookup) => void) | undefined;
 }
+
+const ROUTE = `${listRepositories.method} ${listRepositories.path}`;
 
 /** The loaders' way upstream: the client, through the calls in flight that they may join. */
 export type PageSource = Pick<InFlight, 'send'>;
@@ -178,13 +188,20 @@ async function loadPages(
 
   // A range this caller's kept ranges cover wholly is answered from them: no call, no budget.
   const { ranges: kept } = options;
+  const serve = (range: Range, hit: CachedRange) => {
+    bring(hit.covering, range.sendOffset);
+    answer(range, hit.covering);
+    options.onCachedRange?.(hit, call.showCalls ? servedFields(range) : undefined);
+  };
+  // Past its max-age within stale-while-revalidate, a kept range answers at once, and one call
+  // in the background, made for this caller but outside this request, refreshes it.
   const fetched = kept
     ? ranges.filter((range) => {
-        const hit = kept.lookup(call, range.start, range.end);
+        const hit = kept.lookup(call, range.start, range.end, 'stale-while-revalidate');
+        options.onLookup?.(ROUTE, hit?.stale?.rule ?? (hit ? 'hit' : 'miss'));
         if (!hit) return true;
-        bring(hit.covering, range.sendOffset);
-        answer(range, hit.covering);
-        options.onCachedRange?.(hit, call.showCalls ? servedFields(range) : undefined);
+        serve(range, hit);
+        if (hit.stale) refresh(client, call, range, rangeEnds(keys, range), options, kept);
         return false;
       })
     : ranges;
@@ -210,38 +227,25 @@ async function loadPages(
       keys: range.keys,
       calls: plannedCalls(range, options.pageCap.value),
       load: async (unitCall: CallContext) => {
-        const ends = range.keys
-          .map((index) => pageEnd(keys[index] as PageKey))
-          .sort((a, b) => a - b);
-        let since = Date.now();
-        // The range keeps the strictest policy of its calls; one without a policy keeps nothing.
-        const attempts: CompletedCall[] = [];
-        const { onCall } = unitCall;
-        const observed: CallContext = kept
-          ? {
-              ...unitCall,
-              onCall: (completed) => {
-                onCall?.(completed);
-                attempts.push(completed);
-                // A call joined in flight went out before this range asked for it: what it read
-                // is as old as that, for its lifetime and for a mutation in between.
-                since = Math.min(since, Date.now() - completed.durationMs);
-              },
-            }
-          : unitCall;
-        const { covering, failure } = await fetchRange(
+        const keeping = kept && { ranges: kept, caller: call };
+        const read = await readRange(
           client,
-          observed,
+          unitCall,
           range,
-          ends,
+          rangeEnds(keys, range),
           options.pageCap,
-        );
-        bring(covering, range.sendOffset);
-        if (kept && !failure) {
-          const reads = readsPolicy(attempts);
-          if (!reads.unpoliced) kept.keep(call, covering, range.start, reads.policy, since);
+          keeping,
+        ).catch((failure: unknown) => ({ covering: undefined, failure: failure as Error }));
+        // A fault of the upstream's (never a 4xx) answers from this caller's kept range within
+        // stale-if-error.
+        if (read.failure && kept && isUpstreamFault(read.failure)) {
+          const hit = kept.lookup(call, range.start, range.end, 'stale-if-error');
+          if (hit?.stale) options.onLookup?.(ROUTE, 'stale-if-error');
+          if (hit) return serve(range, hit);
         }
-        answer(range, covering, failure);
+        if (!read.covering) throw read.failure;
+        bring(read.covering, range.sendOffset);
+        answer(range, read.covering, read.failure);
       },
     })),
   ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
@@ -289,6 +293,72 @@ async function loadPages(
     };
   }
   return results;
+}
+
+/** Where a range's pages end, in order. */
+const rangeEnds = (keys: readonly PageKey[], range: Range) =>
+  range.keys.map((index) => pageEnd(keys[index] as PageKey)).sort((a, b) => a - b);
+
+/**
+ * Fetches a range and, with `keeping`, keeps it for the caller under the strictest policy of its
+ * calls (one without a policy keeps nothing).
+ */
+async function readRange(
+  client: PageSource,
+  call: CallContext,
+  range: Range,
+  ends: readonly number[],
+  cap: PageCap,
+  keeping: { ranges: RangeCache; caller: CallContext } | undefined,
+): Promise<{ covering: RepositoryList; failure?: Error }> {
+  if (!keeping) return fetchRange(client, call, range, ends, cap);
+  let since = Date.now();
+  const attempts: CompletedCall[] = [];
+  const observed: CallContext = {
+    ...call,
+    onCall: (completed) => {
+      call.onCall?.(completed);
+      attempts.push(completed);
+      // A call joined in flight went out before this range asked for it: what it read is as old
+      // as that, for its lifetime and for a mutation in between.
+      since = Math.min(since, Date.now() - completed.durationMs);
+    },
+  };
+  const read = await fetchRange(client, observed, range, ends, cap);
+  if (!read.failure) {
+    const reads = readsPolicy(attempts);
+    if (!reads.unpoliced)
+      keeping.ranges.keep(keeping.caller, read.covering, range.start, reads.policy, since);
+  }
+  return read;
+}
+
+/**
+ * Refreshes a kept range in the background: the caller's credential and forwarded headers, none
+ * of its request's budget, signal or log; joined with any refresh of the same range under way.
+ */
+function refresh(
+  client: PageSource,
+  call: CallContext,
+  range: Range,
+  ends: readonly number[],
+  options: LoaderOptions,
+  ranges: RangeCache,
+): void {
+  const { authorization, caller, forwarded, requestId } = call;
+  const key = joinKey(
+    listRepositories,
+    { limit: range.end - range.start, offset: range.start },
+    call,
+  );
+  options.refreshes?.start(key, ROUTE, async (signal) => {
+    const own: CallContext = { authorization, caller, forwarded, requestId, signal };
+    const { failure } = await readRange(client, own, range, ends, options.pageCap, {
+      ranges,
+      caller: call,
+    });
+    if (failure) throw failure;
+  });
 }
 
 /** Where a page ends: its offset (the upstream's default, 0, when omitted) plus its limit. */
