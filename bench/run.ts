@@ -13,6 +13,8 @@
 // Last, bench/cache.ts: the same documents with the upstream sending `max-age=30`, the facade's
 // response cache against the floor and the floor on Yoga with Yoga's, and two scenarios of its
 // own; `npm run bench -- --cache`: that part alone.
+// `npm run bench -- --stale`: instead, bench/stale.ts, stale-while-revalidate and stale-if-error
+// with and without their directive.
 // `npm run bench -- --bounds`: instead, bench/bounds.ts, the heap the in-memory caches hold once
 // filled, against RESPONSE_CACHE_BYTES, for docs/caching.md.
 import type { ChildProcess } from 'node:child_process';
@@ -34,6 +36,7 @@ import {
   startSandbox,
 } from './processes.js';
 import { profile } from './profile.js';
+import { staleScenarios } from './stale.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -54,6 +57,7 @@ const PROFILE = process.argv.includes('--profile');
 const WARM_UP_ONLY = process.argv.includes('--warm-up');
 const CACHE_ONLY = process.argv.includes('--cache');
 const BOUNDS = process.argv.includes('--bounds');
+const STALE = process.argv.includes('--stale');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -241,6 +245,14 @@ async function main() {
     }
     if (INSTRUCTIONS) {
       await instructions(sandboxUrl, scenarios.page);
+      return;
+    }
+    if (STALE) {
+      const stale = await staleScenarios(children);
+      writeFileSync(
+        new URL('./results-stale.json', import.meta.url),
+        `${JSON.stringify({ date: new Date().toISOString(), node: serverNodeVersion, loadAverage: load1(), ...stale }, null, 2)}\n`,
+      );
       return;
     }
     if (WARM_UP_ONLY) {
