@@ -373,13 +373,13 @@ export const settingsSchema = z.object({
     }),
     maxBytes: variable('RESPONSE_CACHE_BYTES', int(0, 4096 * MiB).default(32 * MiB), {
       section: 'caching',
-      doc: "answers kept in each process's memory, least recently used out first, bounded by their JSON length (with their keys); with `REDIS_URL` answers are kept in Redis and this bounds the memory used while Redis is away. The repository list's kept ranges have a bound of their own of the same size, in memory only",
+      doc: "answers kept in each process's memory, bounded by what they hold in the heap (text, keys, records), least recently used sessions out first and one session to an eighth of it; with `REDIS_URL` answers are kept in Redis and this bounds the memory used while Redis is away. The repository list's kept ranges have a bound of their own of the same size, in memory only ([caching](caching.md#bounds))",
       default: '`33554432` (32 MiB)',
       accepted: '0–4294967296 (0: nothing kept in memory)',
     }),
     redisBytes: variable('RESPONSE_CACHE_REDIS_BYTES', int(0, 4096 * MiB).default(64 * MiB), {
       section: 'caching',
-      doc: "with `REDIS_URL`: the bound of the response cache's own key space in Redis, counting each answer's JSON and key and an allowance for Redis's own overhead per entry; past it the answers soonest to expire are evicted, never another key. Each answer also expires with its own max-age",
+      doc: "with `REDIS_URL`: the bound of the response cache's own key space in Redis, as Redis's `used_memory` grows with it (each answer's text and key and Redis's own overhead per entry); past it the answers soonest to expire are evicted, never another key, and one session keeps at most an eighth of it (at least 1 MiB). Each answer also expires with its own max-age",
       default: '`67108864` (64 MiB)',
       accepted: '0–4294967296 (0: nothing kept in Redis)',
     }),
