@@ -1,6 +1,7 @@
 import { promises as dnsPromises } from 'node:dns';
 import { context, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import DataLoader from 'dataloader';
+import { LRUCache } from 'lru-cache';
 import { ConfigError } from '../config.js';
 import { FacadeError, UpstreamBudgetError } from '../errors.js';
 import type { CallContext } from './client.js';
@@ -184,27 +185,23 @@ function failedRcode(rcode: number): TxtLookupResult {
 }
 
 /**
- * Found answers kept for their TTL, at most `maxTtlS`, for at most `entries` names (the oldest
- * goes first); per resolver, so per set of servers. A failure, NXDOMAIN or "no TXT record" is
+ * Found answers kept for their TTL, at most `maxTtlS`, for at most `entries` names (the least
+ * recently used go first); per resolver, so per set of servers. A failure, NXDOMAIN or "no TXT record" is
  * never kept: a name the caller is about to publish must be seen as soon as it is, and a
  * resolver that failed once may answer the next time. A kept answer still counts as a look-up
  * in its request's MAX_UPSTREAM_CALLS, so that what a request may do does not depend on what
  * others asked before it.
  */
 function kept(resolver: TxtResolver, maxTtlS: number, entries: number): TxtResolver {
-  const answers = new Map<string, { values: string[]; expires: number }>();
+  const answers = new LRUCache<string, string[]>({ max: entries, ttl: maxTtlS * 1000 });
   return {
     timeoutMs: resolver.timeoutMs,
     async resolveTxt(host, signal) {
       const hit = answers.get(host);
-      if (hit && hit.expires > performance.now()) return { outcome: 'found', values: hit.values };
-      if (hit) answers.delete(host);
+      if (hit) return { outcome: 'found', values: hit };
       const result = await resolver.resolveTxt(host, signal);
       if (result.outcome === 'found' && result.ttlS) {
-        answers.delete(host);
-        if (answers.size >= entries) answers.delete(answers.keys().next().value as string);
-        const keptS = Math.min(result.ttlS, maxTtlS);
-        answers.set(host, { values: result.values, expires: performance.now() + keptS * 1000 });
+        answers.set(host, result.values, { ttl: Math.min(result.ttlS, maxTtlS) * 1000 });
       }
       return result;
     },
