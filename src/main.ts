@@ -121,7 +121,6 @@ function exitAfterFlush(logger: Logger, code: number): void {
 // cuts it; pipelining clients send far fewer.
 const MAX_REQUESTS_IN_PROGRESS = 16;
 const HEADERS_TIMEOUT_MS = 10_000;
-const IN_PROGRESS = Symbol('requests in progress');
 
 /**
  * The HTTP server, and what one client may hold of it: a connection for as long as it takes to
@@ -130,6 +129,8 @@ const IN_PROGRESS = Symbol('requests in progress');
  */
 function createHttpServer(config: Config, handler: RequestListener): Server {
   const { requestTimeoutMs, maxConnections } = config.server;
+  // The count is the connection's: keyed by its socket, it goes when the socket goes.
+  const inProgress = new WeakMap<Socket, number>();
   const server = createServer(
     {
       requestTimeout: requestTimeoutMs,
@@ -138,15 +139,15 @@ function createHttpServer(config: Config, handler: RequestListener): Server {
       connectionsCheckingInterval: 1_000,
     },
     (request, response) => {
-      const socket: Socket & { [IN_PROGRESS]?: number } = request.socket;
-      const inProgress = (socket[IN_PROGRESS] ?? 0) + 1;
-      if (inProgress > MAX_REQUESTS_IN_PROGRESS || socket.destroyed) {
+      const { socket } = request;
+      const count = (inProgress.get(socket) ?? 0) + 1;
+      if (count > MAX_REQUESTS_IN_PROGRESS || socket.destroyed) {
         socket.destroy();
         return;
       }
-      socket[IN_PROGRESS] = inProgress;
+      inProgress.set(socket, count);
       response.once('close', () => {
-        socket[IN_PROGRESS] = (socket[IN_PROGRESS] ?? 1) - 1;
+        inProgress.set(socket, (inProgress.get(socket) ?? 1) - 1);
       });
       handler(request, response);
     },
