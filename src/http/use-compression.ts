@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { promisify } from 'node:util';
 import {
   type BrotliOptions,
@@ -79,7 +80,8 @@ export function useCompression({ minBytes }: CompressionOptions): Plugin {
           encoding === 'br'
             ? createBrotliCompress({ ...BROTLI, flush: constants.BROTLI_OPERATION_FLUSH })
             : createGzip({ ...GZIP, flush: constants.Z_SYNC_FLUSH });
-        const source = Readable.from(response.body as unknown as AsyncIterable<Uint8Array>);
+        // Node's own web stream, which the DOM typing of `body` does not show as async iterable.
+        const source = Readable.from(response.body as NodeReadableStream<Uint8Array>);
         // A client that goes away ends the source; the compressor goes with it.
         source.on('error', (error) => compressor.destroy(error));
         source.pipe(compressor);
