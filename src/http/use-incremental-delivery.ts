@@ -33,7 +33,7 @@ export function useIncrementalDelivery(): Plugin[] {
       // Before execution: Yoga would run the operation (a mutation included) and only then find
       // that its parts cannot be sent in the type the client accepts.
       onExecute({ args }) {
-        const { request } = args.contextValue as { request: Request };
+        const { request } = args.contextValue;
         if (!usesIncrementalDelivery(args.document) || acceptsParts(request.headers.get('accept')))
           return;
         throw new FacadeError(

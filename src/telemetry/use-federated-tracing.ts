@@ -1,6 +1,6 @@
 import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
 import { execute, type GraphQLSchema, lexicographicSortSchema } from 'graphql';
-import type { Plugin, YogaInitialContext } from 'graphql-yoga';
+import type { Plugin } from 'graphql-yoga';
 import { usesIncrementalDelivery } from '../documents.js';
 
 /** What a gateway sends on the requests whose trace it wants (Apollo Gateway, Apollo Router). */
@@ -58,7 +58,7 @@ export function useFederatedTracing(): Plugin {
       traced = copy;
     },
     onExecute({ args, setExecuteFn }) {
-      const { request } = args.contextValue as YogaInitialContext;
+      const { request } = args.contextValue;
       const schema = traced;
       if (!schema || !asksForTrace(request) || usesIncrementalDelivery(args.document)) return;
       setExecuteFn((tracedArgs) => execute({ ...tracedArgs, schema }));
