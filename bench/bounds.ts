@@ -6,12 +6,14 @@
 import { spawnSync } from 'node:child_process';
 import { hash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { ExecutionResult } from 'graphql';
 import { seedRepository } from '../sandbox/data.js';
-import { ANSWER_POLICY } from '../src/cache/hints.js';
 import type { CachePolicy } from '../src/cache/policy.js';
 import { createRangeCache } from '../src/cache/ranges.js';
-import { createMemoryResponseStore, memoryBounds } from '../src/cache/response-store.js';
+import {
+  type Answer,
+  createMemoryResponseStore,
+  memoryBounds,
+} from '../src/cache/response-store.js';
 import { decodeRepositoryList, type RepositoryList } from '../src/upstream/repository-list.js';
 
 export interface Filled {
@@ -44,8 +46,10 @@ function page(account: string, start: number, count: number, total: number): Rep
 }
 
 /** An answer as the response cache keeps it: its data, its policy. */
-const answer = (data: unknown): ExecutionResult =>
-  ({ data, [ANSWER_POLICY]: { ...POLICY } }) as ExecutionResult;
+const answer = (data: unknown): Answer => ({
+  result: { data: data as Answer['result']['data'] },
+  policy: { ...POLICY },
+});
 
 /** Heap growth of what `fill` returns (and keeps), after forced collections. */
 function measure(fill: () => { kept: unknown; counted?: number; entries: number }) {

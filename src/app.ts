@@ -7,7 +7,7 @@ import { useCacheControl } from './cache/use-cache-control.js';
 import { useRangeCache } from './cache/use-range-cache.js';
 import { useResponseCache } from './cache/use-response-cache.js';
 import type { Config } from './config.js';
-import { createContextFactory, type RequestContext } from './context.js';
+import { createContextFactory, type RequestContext, type ServerContext } from './context.js';
 import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import {
   DOCUMENT_ID_PARAM,
@@ -95,10 +95,14 @@ export const PATHS = {
  */
 interface Stage {
   readonly name: string;
-  readonly plugins: readonly Plugin[];
+  readonly plugins: readonly AppPlugin[];
 }
 
-function stage(name: string, plugins: Plugin | Plugin[] | false | null | undefined): Stage {
+/** Whatever Yoga takes as a plugin of this app: one typed with the context it reads, or a plain one. */
+type AppPlugin = NonNullable<AppOptions['plugins']>[number];
+type AppOptions = YogaServerOptions<ServerContext, RequestContext>;
+
+function stage(name: string, plugins: AppPlugin | AppPlugin[] | false | null | undefined): Stage {
   return { name, plugins: !plugins ? [] : Array.isArray(plugins) ? plugins : [plugins] };
 }
 
@@ -148,6 +152,7 @@ function createPipeline({
   const { trustProxy } = config.rateLimit;
   return [
     // Around the whole request: its log line and metrics, and what every answer's headers say.
+    // The request log first: its onRequest makes the record a batch's operations share.
     stage(
       'requestLog',
       useRequestLog({
@@ -233,7 +238,7 @@ function appOptions(
     credentials,
   }: AppDeps,
   pipeline: readonly Stage[],
-): YogaServerOptions<Record<string, never>, RequestContext> {
+): AppOptions {
   return {
     schema,
     context: createContextFactory({

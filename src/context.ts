@@ -7,7 +7,12 @@ import type { RangeCache, Stale } from './cache/ranges.js';
 import type { Refreshes } from './cache/refresh.js';
 import type { Config } from './config.js';
 import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
-import { acceptedRequestId, type OperationSpans, requestState } from './request-state.js';
+import {
+  acceptedRequestId,
+  type OperationSpans,
+  type RequestStateCarrier,
+  requestState,
+} from './request-state.js';
 import type { CacheLookup } from './telemetry/metrics.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
@@ -55,9 +60,24 @@ export interface RequestContext {
   operationSpans?: OperationSpans | undefined;
   /** This operation's estimated cost and MAX_COST (src/security/use-cost.ts), once computed. */
   cost?: { estimated: number; max: number } | undefined;
+  /**
+   * This operation's cache policy once it has executed (src/cache/use-cache-control.ts): what the
+   * response cache keeps its result for.
+   */
+  cachePolicy?: CachePolicy | undefined;
 }
 
-export type Context = YogaInitialContext & RequestContext;
+/**
+ * Yoga's server context: the object it is handed with each HTTP request, which becomes the
+ * context of a single operation (a batch's operations each get one that inherits from it). It
+ * carries the request's record; an operation's own fields are there once its context is built,
+ * and a hook that may run before (onParams, onExecutionResult) or after a refusal finds them
+ * optional.
+ */
+export type ServerContext = RequestStateCarrier & Partial<RequestContext>;
+
+/** One operation's context, as resolvers and the stages' operation hooks see it. */
+export type Context = YogaInitialContext & ServerContext & RequestContext;
 
 export interface ContextDeps {
   config: Config;
@@ -78,8 +98,8 @@ export interface ContextDeps {
   credentials?: CredentialPolicy | undefined;
 }
 
-function requestBudget(request: Request, limit: number): CallBudget {
-  const state = requestState(request);
+function requestBudget(initial: RequestStateCarrier, limit: number): CallBudget {
+  const state = requestState(initial);
   state.budget ??= new CallBudget(limit);
   return state.budget;
 }
@@ -101,7 +121,7 @@ export function createContextFactory({
   const pageCap = createPageCap();
   // The reads in flight, shared by this app's requests whose upstream inputs are the same.
   const inFlight = createInFlight(client, { enabled: config.joinUpstreamCalls, onJoin });
-  return (initial: YogaInitialContext): RequestContext => {
+  return (initial: YogaInitialContext & ServerContext): RequestContext => {
     const { headers, signal } = initial.request;
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
     const upstreamCalls: CompletedCall[] = [];
@@ -112,7 +132,7 @@ export function createContextFactory({
       requestId,
       signal,
       onCall: (completed) => upstreamCalls.push(completed),
-      budget: requestBudget(initial.request, config.maxUpstreamCalls),
+      budget: requestBudget(initial, config.maxUpstreamCalls),
       trace: incomingTraceContext(propagator, headers),
       forwarded: credentials.forwardedHeaders(headers),
     };

@@ -15,10 +15,10 @@ export interface OperationSpans {
 
 /**
  * What the stages keep of one HTTP request, which the operations of a batch share: one typed record
- * that every stage reads and writes through requestState(). It rides on the Request itself, not in
- * a WeakMap keyed by Request: a WeakMap's ephemeron entries keep each request's context (and the
- * upstream answers it holds) alive into the old generation, which costs CPU and memory under load
- * (docs/performance.md).
+ * that every stage reads and writes through requestState(). It rides on the server context Yoga is
+ * handed with the request (ServerContext), not in a WeakMap keyed by the Request: a WeakMap's
+ * ephemeron entries keep each request's context (and the upstream answers it holds) alive into the
+ * old generation, which costs CPU and memory under load (docs/performance.md).
  */
 export interface RequestState {
   /** The request log's record (src/telemetry/use-request-log.ts), from its first hook on. */
@@ -32,6 +32,11 @@ export interface RequestState {
   showsUpstreamCalls: boolean;
   /** APQ: each hash sent with its document, checked against it, until the document validates. */
   apqDocuments: Map<string, string> | undefined;
+  /**
+   * The policy of each operation answered so far, executed or kept by the response cache
+   * (src/cache/use-cache-control.ts, src/cache/use-response-cache.ts).
+   */
+  operationPolicies: CachePolicy[] | undefined;
   /**
    * The answer's cache policy, the strictest of its operations' (src/cache/use-cache-control.ts);
    * undefined until its results are processed, and then `no-store` unless every one allows.
@@ -82,28 +87,35 @@ export interface RequestLogRecord {
   streamed: Promise<void> | undefined;
 }
 
-const STATE = Symbol('requestState');
-type WithState = Request & { [STATE]?: RequestState };
+/**
+ * What the facade keeps on the server context, the object Yoga is handed with each HTTP request
+ * (node:http's `{ req, res }`, one per request; `yoga.fetch` makes one too). Every hook reaches it:
+ * as `serverContext`, or as an operation's context, which is that object itself or, in a batch,
+ * one that inherits from it.
+ */
+export interface RequestStateCarrier {
+  requestState?: RequestState | undefined;
+}
 
-/** This request's record, made on first use: whichever stage asks first, the others see it. */
-export function requestState(request: Request): RequestState {
-  const carrier = request as WithState;
-  let state = carrier[STATE];
-  if (state === undefined) {
-    state = {
-      log: undefined,
-      budget: undefined,
-      showsUpstreamCalls: false,
-      apqDocuments: undefined,
-      cachePolicy: undefined,
-      responseCache: undefined,
-      staleAge: undefined,
-      upstreamCalls: undefined,
-      rateLimit: undefined,
-    };
-    carrier[STATE] = state;
-  }
-  return state;
+/**
+ * This request's record, made on first use: whichever stage asks first, the others see it. The
+ * request log asks in onRequest, on the request's own server context, so that a batch's
+ * operations, whose contexts inherit from it, find the one record rather than make their own.
+ */
+export function requestState(carrier: RequestStateCarrier): RequestState {
+  carrier.requestState ??= {
+    log: undefined,
+    budget: undefined,
+    showsUpstreamCalls: false,
+    apqDocuments: undefined,
+    operationPolicies: undefined,
+    cachePolicy: undefined,
+    responseCache: undefined,
+    staleAge: undefined,
+    upstreamCalls: undefined,
+    rateLimit: undefined,
+  };
+  return carrier.requestState;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;

@@ -18,14 +18,6 @@ import {
 import type { CompletedCall } from '../upstream/client.js';
 import { type CachePolicy, NO_STORE, readsPolicy, strictest } from './policy.js';
 
-/**
- * The policy an answer carries, from its execution to its response (and in the response cache):
- * a symbol, so that no serialisation of the answer ever shows it.
- */
-export const ANSWER_POLICY = Symbol.for('graphql-facade.cachePolicy');
-
-export type WithPolicy = { [ANSWER_POLICY]?: CachePolicy | undefined };
-
 interface Annotated {
   astNode?: { directives?: ReadonlyArray<DirectiveLike> | undefined } | null | undefined;
   extensions?: Readonly<Record<string, unknown>> | null | undefined;

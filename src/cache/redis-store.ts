@@ -1,4 +1,5 @@
 import type { ExecutionResult } from 'graphql';
+import type { Result } from 'ioredis';
 import type { RedisConnection } from '../redis.js';
 import type { CachePolicy } from './policy.js';
 import {
@@ -128,10 +129,20 @@ redis.call('SET', KEYS[2], at, 'PX', ttl)
 return 1
 `;
 
-interface ResponseCommands {
-  facadeResponseGet(answer: string, evicted: string): Promise<[string, number, string] | null>;
-  facadeResponseSet(...keysAndArgs: Array<string | number>): Promise<number>;
-  facadeResponseEvict(expiry: string, evicted: string, ...args: number[]): Promise<number>;
+// The scripts defineCommand adds to the client, declared to TypeScript as ioredis's example does.
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    facadeResponseGet(
+      answer: string,
+      evicted: string,
+    ): Result<[string, number, string] | null, Context>;
+    facadeResponseSet(...keysAndArgs: Array<string | number>): Result<number, Context>;
+    facadeResponseEvict(
+      expiry: string,
+      evicted: string,
+      ...args: number[]
+    ): Result<number, Context>;
+  }
 }
 
 /** The answer's header and text, or undefined for a value this version did not write. */
@@ -166,20 +177,19 @@ export function createRedisResponseStore(
   redis.client.defineCommand('facadeResponseGet', { numberOfKeys: 2, lua: GET_SCRIPT });
   redis.client.defineCommand('facadeResponseSet', { numberOfKeys: 6, lua: SET_SCRIPT });
   redis.client.defineCommand('facadeResponseEvict', { numberOfKeys: 2, lua: EVICT_SCRIPT });
-  const commands = redis.client as unknown as ResponseCommands;
   const memory = createMemoryResponseStore(options.memoryBytes);
   const share = sessionShare(options.redisBytes);
   return {
     kind: 'redis',
     empty: false,
-    async set(key, data, since) {
-      const policy = keeping(data);
+    async set(key, answer, since) {
+      const policy = keeping(answer);
       if (!policy || Date.now() - since > READ_MS) return;
       const session = sessionOf(key);
-      const value = `R2 ${since} ${JSON.stringify(policy)}\n${JSON.stringify(data)}`;
+      const value = `R2 ${since} ${JSON.stringify(policy)}\n${JSON.stringify(answer.result)}`;
       try {
         await redis.run(() =>
-          commands.facadeResponseSet(
+          redis.client.facadeResponseSet(
             ...INDEX_KEYS,
             PREFIX + key,
             EVICTED_PREFIX + session,
@@ -197,14 +207,14 @@ export function createRedisResponseStore(
           ),
         );
       } catch {
-        memory.set(key, data, since);
+        memory.set(key, answer, since);
       }
     },
     async get(key) {
       let found: [string, number, string] | null;
       try {
         found = await redis.run(() =>
-          commands.facadeResponseGet(PREFIX + key, EVICTED_PREFIX + sessionOf(key)),
+          redis.client.facadeResponseGet(PREFIX + key, EVICTED_PREFIX + sessionOf(key)),
         );
       } catch {
         return memory.get(key);
@@ -222,7 +232,7 @@ export function createRedisResponseStore(
       memory.evictSession(session);
       try {
         await redis.run(() =>
-          commands.facadeResponseEvict(
+          redis.client.facadeResponseEvict(
             INDEX_KEYS[1] as string,
             EVICTED_PREFIX + session,
             Date.now(),

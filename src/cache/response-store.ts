@@ -4,21 +4,26 @@
 // (src/cache/use-response-cache.ts), so that a mutation can evict its caller's answers.
 import type { ExecutionResult } from 'graphql';
 import { LRUCache } from 'lru-cache';
-import { ANSWER_POLICY, type WithPolicy } from './hints.js';
 import { aged, type CachePolicy } from './policy.js';
+
+/** An executed answer and the policy it may be kept with (src/cache/hints.ts). */
+export interface Answer {
+  result: ExecutionResult;
+  policy?: CachePolicy | undefined;
+}
 
 export interface ResponseStore {
   readonly kind: 'memory' | 'redis';
   /** Holds nothing for sure (then a lookup is skipped, and with it hashing the key). */
   readonly empty: boolean;
   /** The answer kept under `key` with the lifetime it has left, or null; never rejects. */
-  get(key: string): ExecutionResult | null | Promise<ExecutionResult | null>;
+  get(key: string): KeptAnswer | null | Promise<KeptAnswer | null>;
   /**
-   * Keeps `result` for what its policy allows, unless its session was evicted at or after `since`
-   * (ms, when its execution began): a read in flight across its caller's mutation is not kept.
-   * Never rejects.
+   * Keeps the answer's result for what its policy allows, unless its session was evicted at or
+   * after `since` (ms, when its execution began): a read in flight across its caller's mutation is
+   * not kept. Never rejects.
    */
-  set(key: string, result: ExecutionResult, since: number): void | Promise<void>;
+  set(key: string, answer: Answer, since: number): void | Promise<void>;
   /** Forgets every answer kept for `session`; never rejects. */
   evictSession(session: string): void | Promise<void>;
 }
@@ -26,9 +31,8 @@ export interface ResponseStore {
 export const sessionOf = (key: string) => key.slice(0, key.indexOf(':'));
 
 /** The policy an answer is kept with, if it may be kept at all. */
-export function keeping(data: ExecutionResult): CachePolicy | undefined {
-  const policy = (data as WithPolicy)[ANSWER_POLICY];
-  if (!policy || policy.maxAge < 1 || data.errors?.length) return undefined;
+export function keeping({ result, policy }: Answer): CachePolicy | undefined {
+  if (!policy || policy.maxAge < 1 || result.errors?.length) return undefined;
   return policy;
 }
 
@@ -38,11 +42,12 @@ export function keeping(data: ExecutionResult): CachePolicy | undefined {
  * serialising it again, so its data is parsed from the text only when something reads it.
  * Whatever adds to a kept answer builds a new one without it (src/cache/use-response-cache.ts).
  */
-class KeptAnswer implements ExecutionResult {
+export class KeptAnswer implements ExecutionResult {
   readonly extensions: ExecutionResult['extensions'];
-  readonly [ANSWER_POLICY]: CachePolicy;
   readonly stringify: () => string;
   readonly #text: string;
+  // Private, as the text is: no spread or serialisation of the answer ever shows it.
+  readonly #policy: CachePolicy;
   #data: ExecutionResult['data'];
   constructor(
     text: string,
@@ -53,8 +58,12 @@ class KeptAnswer implements ExecutionResult {
     this.#text = text;
     this.#data = data;
     this.extensions = extensions;
-    this[ANSWER_POLICY] = policy;
+    this.#policy = policy;
     this.stringify = () => text;
+  }
+  /** The lifetimes it has left. */
+  get policy(): CachePolicy {
+    return this.#policy;
   }
   get data(): ExecutionResult['data'] {
     this.#data ??= (JSON.parse(this.#text) as ExecutionResult).data;
@@ -72,7 +81,7 @@ export function served(
   policy: CachePolicy,
   elapsedMs: number,
   data?: ExecutionResult['data'],
-): ExecutionResult | null {
+): KeptAnswer | null {
   const left = aged(policy, elapsedMs);
   return left.maxAge < 1 ? null : new KeptAnswer(text, extensions, left, data);
 }
@@ -224,9 +233,10 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
     get empty() {
       return sessions.size === 0;
     },
-    set(key, data, since) {
-      const policy = keeping(data);
+    set(key, answer, since) {
+      const policy = keeping(answer);
       if (!policy) return;
+      const data = answer.result;
       const name = sessionOf(key);
       if (!evictions.allows(name, since)) return;
       const text = JSON.stringify(data);

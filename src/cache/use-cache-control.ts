@@ -1,9 +1,9 @@
 import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../context.js';
+import type { Context, ServerContext } from '../context.js';
 import { addVary } from '../http/headers.js';
 import { requestState } from '../request-state.js';
-import { ANSWER_POLICY, operationPolicy, staticHint, type WithPolicy } from './hints.js';
+import { operationPolicy, staticHint } from './hints.js';
 import { type CachePolicy, NO_STORE, privateMaxAge, strictest } from './policy.js';
 
 export interface CacheControlOptions {
@@ -20,15 +20,20 @@ export interface CacheControlOptions {
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
   typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 
-/** The strictest policy of what an answer holds: an error or a result without one keeps nothing. */
-function answerPolicy(result: unknown): CachePolicy {
+/**
+ * The strictest policy of what an answer holds, from the policies of the operations answered: an
+ * error, or a result that none of them gave (refused before it executed), keeps nothing.
+ */
+function answerPolicy(result: unknown, answered: readonly CachePolicy[] = []): CachePolicy {
   if (isAsyncIterable(result)) return NO_STORE;
-  const results = Array.isArray(result) ? result : [result];
-  let policy: CachePolicy | undefined;
-  for (const one of results as Array<(WithPolicy & { errors?: readonly unknown[] }) | null>) {
-    const own = one?.errors?.length ? NO_STORE : (one?.[ANSWER_POLICY] ?? NO_STORE);
-    policy = policy ? strictest(policy, own) : own;
+  const results = (Array.isArray(result) ? result : [result]) as Array<{
+    errors?: readonly unknown[];
+  } | null>;
+  if (answered.length < results.length || results.some((one) => one?.errors?.length)) {
+    return NO_STORE;
   }
+  let policy: CachePolicy | undefined;
+  for (const own of answered) policy = policy ? strictest(policy, own) : own;
   return policy ?? NO_STORE;
 }
 
@@ -46,23 +51,25 @@ function answerPolicy(result: unknown): CachePolicy {
  * Origin. An answer that may be kept also varies on what shapes it: the credential, the forwarded
  * headers and the media type negotiated from Accept.
  */
-export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptions): Plugin {
+export function useCacheControl({
+  perCaller,
+  forwardHeaders,
+}: CacheControlOptions): Plugin<Context, ServerContext> {
   const varyOn = ['Origin', 'Accept', 'Authorization', ...forwardHeaders];
   return {
     onExecute({ args }) {
-      const context = args.contextValue as Context;
+      const context = args.contextValue;
       return {
         onExecuteDone({ result }) {
-          // A stream is answered in parts and never kept; a result the response cache answered
-          // already carries the policy it was kept with.
-          if (isAsyncIterable(result) || (result as WithPolicy)[ANSWER_POLICY]) return;
+          // A stream is answered in parts and never kept.
+          if (isAsyncIterable(result)) return;
+          const state = requestState(context);
           for (const { stale } of context.cachedRanges ?? []) {
             if (!stale) continue;
-            const state = requestState(context.request);
             state.staleAge = Math.max(state.staleAge ?? 0, stale.age);
           }
-          // Before the response cache's own hook, which keeps the result with what it carries.
-          (result as WithPolicy)[ANSWER_POLICY] = operationPolicy({
+          // Before the response cache's own hook, which keeps the result for this policy.
+          context.cachePolicy = operationPolicy({
             operation: getOperationAST(args.document, args.operationName)?.operation,
             hasErrors: Boolean(result.errors?.length),
             hint: staticHint(args.schema, args.document),
@@ -70,14 +77,17 @@ export function useCacheControl({ perCaller, forwardHeaders }: CacheControlOptio
             cached: context.cachedRanges,
             readUnhinted: context.readsWithoutPolicy?.seen ?? false,
           });
+          state.operationPolicies ??= [];
+          state.operationPolicies.push(context.cachePolicy);
         },
       };
     },
-    onResultProcess({ request, result }) {
-      requestState(request).cachePolicy = answerPolicy(result);
+    onResultProcess({ result, serverContext }) {
+      const state = requestState(serverContext);
+      state.cachePolicy = answerPolicy(result, state.operationPolicies);
     },
-    onResponse({ request, response }) {
-      const { cachePolicy: policy, staleAge } = requestState(request);
+    onResponse({ response, serverContext }) {
+      const { cachePolicy: policy, staleAge } = requestState(serverContext);
       // RFC 5861: a stale answer says how old it is (its Cache-Control gives it no lifetime).
       if (staleAge !== undefined) response.headers.set('age', String(staleAge));
       const keeps = !!policy && policy.maxAge > 0 && response.status === 200;

@@ -1,6 +1,6 @@
 import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../context.js';
+import type { Context, ServerContext } from '../context.js';
 import { listRepositories } from '../upstream/endpoints.js';
 import type { RangeCache } from './ranges.js';
 
@@ -11,10 +11,10 @@ import type { RangeCache } from './ranges.js';
  * answered with no call are too, as `extensions.upstreamCalls.cachedRanges`. After the
  * upstreamCalls stage, whose extension this adds to.
  */
-export function useRangeCache(ranges: RangeCache): Plugin {
+export function useRangeCache(ranges: RangeCache): Plugin<Context, ServerContext> {
   return {
     onExecute({ args }) {
-      const context = args.contextValue as Context;
+      const context = args.contextValue;
       if (getOperationAST(args.document, args.operationName)?.operation !== 'mutation') return;
       return {
         onExecuteDone: () => {
@@ -23,9 +23,8 @@ export function useRangeCache(ranges: RangeCache): Plugin {
       };
     },
     onExecutionResult({ result, setResult, context }) {
-      const ctx = context as unknown as Partial<Context>;
-      const cached = ctx.cachedRanges;
-      if (!ctx.call?.showCalls || !cached?.length || !result || Symbol.asyncIterator in result)
+      const cached = context.cachedRanges;
+      if (!context.call?.showCalls || !cached?.length || !result || Symbol.asyncIterator in result)
         return;
       const shown = result.extensions?.upstreamCalls;
       if (typeof shown !== 'object' || shown === null) return;

@@ -1,10 +1,10 @@
 import { hash } from 'node:crypto';
-import { type ExecutionResult, getOperationAST } from 'graphql';
+import { getOperationAST } from 'graphql';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
+import type { Context, ServerContext } from '../context.js';
 import type { CredentialPolicy } from '../credentials.js';
 import { requestState } from '../request-state.js';
-import { ANSWER_POLICY, type WithPolicy } from './hints.js';
-import type { ResponseStore } from './response-store.js';
+import type { KeptAnswer, ResponseStore } from './response-store.js';
 
 /**
  * The session an answer is kept for: a hash of exactly what shapes its upstream calls and who may
@@ -54,29 +54,33 @@ export interface ResponseCacheOptions {
  * caller's credential) to every kept answer as its ETag and answers `If-None-Match` with a 304
  * before the CSRF rule and the rate limit.
  */
-export function useResponseCache({ store, credentials }: ResponseCacheOptions): Plugin {
+export function useResponseCache({
+  store,
+  credentials,
+}: ResponseCacheOptions): Plugin<Context, ServerContext> {
   const session = (request: Request) => cacheSession(credentials, request.headers);
   return {
-    onParams({ params, request, setResult }) {
+    onParams({ params, request, setResult, context }) {
       // Yoga's own parameter check, after this hook, answers parameters of the wrong type.
       if (typeof params.query !== 'string') return;
       if (params.operationName != null && typeof params.operationName !== 'string') return;
-      const state = requestState(request);
+      const state = requestState(context);
       state.responseCache = 'miss';
       if (store.empty) return;
       const key = cacheKey(session(request), params);
-      const answer = (kept: ExecutionResult | null | undefined) => {
+      const answer = (kept: KeptAnswer | null | undefined) => {
         if (!kept) return;
         state.responseCache = 'hit';
+        state.operationPolicies ??= [];
+        state.operationPolicies.push(kept.policy);
         // Where the calls are shown (src/telemetry/use-upstream-calls.ts), a hit shows none.
         // A new answer, without the kept one's text (its `stringify`), when something is added.
         setResult(
           state.showsUpstreamCalls
-            ? ({
+            ? {
                 data: kept.data,
                 extensions: { ...kept.extensions, upstreamCalls: { calls: [], cache: 'hit' } },
-                [ANSWER_POLICY]: (kept as WithPolicy)[ANSWER_POLICY],
-              } as ExecutionResult)
+              }
             : kept,
         );
       };
@@ -84,7 +88,8 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
       return kept instanceof Promise ? kept.then(answer) : answer(kept);
     },
     onExecute({ args }) {
-      const { request, params } = args.contextValue as { request: Request; params: GraphQLParams };
+      const context = args.contextValue;
+      const { request, params } = context;
       if (getOperationAST(args.document, args.operationName)?.operation === 'mutation') {
         return {
           onExecuteDone: () => store.evictSession(session(request)),
@@ -92,13 +97,14 @@ export function useResponseCache({ store, credentials }: ResponseCacheOptions): 
       }
       const since = Date.now();
       return {
-        // After the cacheControl stage's hook, which gives the result its policy; the store keeps
-        // only what that policy allows. Not async: an answer that is not kept, nearly every one
-        // while no policy allows keeping, passes without a promise to wait for.
+        // After the cacheControl stage's hook, which gives the operation its policy; the store
+        // keeps only what that policy allows. Not async: an answer that is not kept, nearly every
+        // one while no policy allows keeping, passes without a promise to wait for.
         onExecuteDone: ({ result }) => {
           if (isAsyncIterable(result) || result.errors?.length) return;
-          if (!((result as WithPolicy)[ANSWER_POLICY]?.maxAge ?? 0)) return;
-          return store.set(cacheKey(session(request), params), result, since);
+          const policy = context.cachePolicy;
+          if (!(policy?.maxAge ?? 0)) return;
+          return store.set(cacheKey(session(request), params), { result, policy }, since);
         },
       };
     },

@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../context.js';
+import type { Context, ServerContext } from '../context.js';
 import { parseRetryAfter } from '../errors.js';
 import { requestState } from '../request-state.js';
 import type { CompletedCall } from '../upstream/client.js';
@@ -104,17 +104,17 @@ export function strictestHeaders(
  * cache kept made no call and passes nothing back. Before compression, which rebuilds the answer
  * from its headers.
  */
-export function useUpstreamHeaders(): Plugin {
+export function useUpstreamHeaders(): Plugin<Context, ServerContext> {
   return {
     onExecute({ args }) {
-      const context = args.contextValue as Context;
+      const context = args.contextValue;
       if (!context.upstreamCalls) return;
-      const state = requestState(context.request);
+      const state = requestState(context);
       state.upstreamCalls ??= [];
       state.upstreamCalls.push(context.upstreamCalls);
     },
-    onResponse({ request, response }) {
-      const operations = requestState(request).upstreamCalls;
+    onResponse({ response, serverContext }) {
+      const operations = requestState(serverContext).upstreamCalls;
       const passed = operations && strictestHeaders(operations);
       if (!passed) return;
       const { headers } = response;

@@ -1,6 +1,8 @@
 import { hash as hashOf } from 'node:crypto';
-import type { GraphQLParams, Plugin } from 'graphql-yoga';
+import type { Plugin } from 'graphql-yoga';
+import type { Result } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import type { Context, ServerContext } from '../context.js';
 import { persistedQueryHash } from '../documents.js';
 import { FacadeError, persistedQueryNotFound } from '../errors.js';
 import type { RedisConnection } from '../redis.js';
@@ -118,9 +120,12 @@ for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ARGV[4]) end
 return total
 `;
 
-interface ApqCommands {
-  facadeApqGet(...keysAndArgs: Array<string | number>): Promise<string | null>;
-  facadeApqSet(...keysAndArgs: Array<string | number>): Promise<number>;
+// The scripts defineCommand adds to the client, declared to TypeScript as ioredis's example does.
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    facadeApqGet(...keysAndArgs: Array<string | number>): Result<string | null, Context>;
+    facadeApqSet(...keysAndArgs: Array<string | number>): Result<number, Context>;
+  }
 }
 
 /**
@@ -141,7 +146,6 @@ export function createRedisApqStore(
 ): ApqStore {
   redis.client.defineCommand('facadeApqGet', { numberOfKeys: KEYS.length, lua: GET_SCRIPT });
   redis.client.defineCommand('facadeApqSet', { numberOfKeys: KEYS.length, lua: SET_SCRIPT });
-  const commands = redis.client as unknown as ApqCommands;
   const memory = createMemoryApqStore(options.memoryBytes);
   const ttlMs = options.ttlS * 1000;
   const common = (hash: string) => {
@@ -154,7 +158,7 @@ export function createRedisApqStore(
       const local = memory.get(hash);
       if (local) return local;
       try {
-        const stored = await redis.run(() => commands.facadeApqGet(...common(hash)));
+        const stored = await redis.run(() => redis.client.facadeApqGet(...common(hash)));
         if (stored !== null) memory.set(hash, stored);
         return stored;
       } catch {
@@ -165,7 +169,7 @@ export function createRedisApqStore(
       memory.set(hash, document);
       try {
         await redis.run(() =>
-          commands.facadeApqSet(
+          redis.client.facadeApqSet(
             ...common(hash),
             document,
             options.maxBytes,
@@ -200,10 +204,10 @@ const mismatch = () =>
  * in `onParams`, before parsing, and its store sees neither the request nor whether the document
  * validated, so storing after validation would mean a plugin instance per request.
  */
-export function useApq(store: ApqStore): Plugin {
+export function useApq(store: ApqStore): Plugin<Context, ServerContext> {
   return {
     // Not async: a request without a hash, nearly every one, passes without a promise to wait for.
-    onParams({ params, request, setParams }) {
+    onParams({ params, context, setParams }) {
       const hash = persistedQueryHash(params);
       if (hash === undefined) return;
       const { query } = params;
@@ -219,17 +223,17 @@ export function useApq(store: ApqStore): Plugin {
       if (hashOf('sha256', query, 'hex') !== hash) throw mismatch();
       if (Buffer.byteLength(query) > APQ_MAX_DOCUMENT_BYTES) return;
       // Per request, since a batch carries several operations.
-      const state = requestState(request);
+      const state = requestState(context);
       state.apqDocuments ??= new Map();
       state.apqDocuments.set(hash, query);
       return;
     },
     onValidate({ context }) {
-      const { request, params } = context as { request?: Request; params?: GraphQLParams };
-      const hash = params && persistedQueryHash(params);
-      const documents = request && requestState(request).apqDocuments;
+      const { params } = context;
+      const hash = persistedQueryHash(params);
+      const documents = requestState(context).apqDocuments;
       const document = hash && documents?.get(hash);
-      if (!hash || !document || document !== params?.query) return;
+      if (!hash || !document || document !== params.query) return;
       documents?.delete(hash);
       return ({ valid }) => {
         if (valid) void store.set(hash, document);

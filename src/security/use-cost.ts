@@ -8,7 +8,7 @@ import {
   visit,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../context.js';
+import type { Context, ServerContext } from '../context.js';
 import { boundMessage, FacadeError } from '../errors.js';
 import { estimateCost, slicingArgumentNames } from './cost.js';
 
@@ -27,7 +27,7 @@ export interface CostOptions {
  * caches validation per document). The model is the IBM cost spec's over the schema's own `@cost`
  * and `@listSize` (src/security/cost.ts), the numbers a router reads from `_service { sdl }`.
  */
-export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
+export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, ServerContext> {
   // Parsed documents are cached by Yoga, so the same object comes back for the same text; the
   // cost is computed again only when a variable it depends on changes.
   const known = new WeakMap<DocumentNode, { variables: string[]; costs: Map<string, number> }>();
@@ -94,7 +94,7 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin {
         setResultAndStopExecution({ errors: [refusal((error as Error).message)] });
         return;
       }
-      (args.contextValue as Partial<Context>).cost = { estimated: cost, max: maxCost };
+      args.contextValue.cost = { estimated: cost, max: maxCost };
       if (cost > maxCost) {
         setResultAndStopExecution({
           errors: [

@@ -9,10 +9,11 @@ import {
 } from 'rate-limiter-flexible';
 import { REDIS_TIMEOUT_MS } from '../config/variables.js';
 import type { Config } from '../config.js';
+import type { Context, ServerContext } from '../context.js';
 import { bearerToken, tokenId } from '../credentials.js';
 import { FacadeError } from '../errors.js';
 import { connectRedis, type RedisConnection } from '../redis.js';
-import { type RateLimitState, requestState } from '../request-state.js';
+import { type RateLimitState, type RequestStateCarrier, requestState } from '../request-state.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** What a budget says of a request. */
@@ -250,14 +251,17 @@ function rateLimited(retryAfter: number): FacadeError {
  * A request pays its client's budget and, unless its token is verified, its address's ceiling:
  * in forwarding mode anyone can invent tokens, so a token alone cannot be the key.
  */
-export function useRateLimit(limiter: RateLimiter, options: ClientKeyOptions): Plugin {
+export function useRateLimit(
+  limiter: RateLimiter,
+  options: ClientKeyOptions,
+): Plugin<Context, ServerContext> {
   const { quota } = limiter;
-  const take = (request: Request, keys: ClientKeys, points: number): Promise<void> => {
+  const take = (carrier: RequestStateCarrier, keys: ClientKeys, points: number): Promise<void> => {
     const client = limiter.consume(keys.client, points);
     const address =
       keys.address === undefined ? undefined : limiter.consumeAddress(keys.address, points);
     return Promise.all([client, address]).then(([forClient, forAddress]) => {
-      const state = requestState(request);
+      const state = requestState(carrier);
       state.rateLimit = {
         policies: [
           policyState('client', quota.points, quota.windowS, forClient),
@@ -274,17 +278,17 @@ export function useRateLimit(limiter: RateLimiter, options: ClientKeyOptions): P
     // Promises chained, not awaited: a request waits for the counters' answer and nothing else.
     onRequestParse({ request, serverContext }) {
       const keys = clientKeys(request, serverContext, options);
-      return take(request, keys, 1).then(() => ({
+      return take(serverContext, keys, 1).then(() => ({
         onRequestParseDone({ requestParserResult }) {
           // A batch pays for its other operations; a single request has paid already.
           if (!Array.isArray(requestParserResult) || requestParserResult.length < 2) return;
-          return take(request, keys, requestParserResult.length - 1);
+          return take(serverContext, keys, requestParserResult.length - 1);
         },
       }));
     },
     // Every answer it counted, a 429 included, states the budgets it counted against.
-    onResponse({ request, response }) {
-      const counted = requestState(request).rateLimit;
+    onResponse({ response, serverContext }) {
+      const counted = requestState(serverContext).rateLimit;
       if (!counted) return;
       const { headers } = response;
       headers.set('ratelimit-policy', counted.policies.map(policyField).join(', '));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../context.js';
+import type { Context, ServerContext } from '../context.js';
 import { acceptedRequestId, type RequestLogRecord, requestState } from '../request-state.js';
 import { type Logger, logUnexpectedErrors, REQUEST_MESSAGE } from './logger.js';
 import type { ClientIdentity, Metrics } from './metrics.js';
@@ -66,7 +66,7 @@ export function useRequestLog({
   metrics,
   probePaths,
   trustedOperationNames,
-}: RequestLogOptions): Plugin {
+}: RequestLogOptions): Plugin<Context, ServerContext> {
   const probes = new Set(probePaths);
   // With trusted documents, a name outside the manifest would be a series of the caller's choosing.
   const trustedName = (name: string | undefined) =>
@@ -74,8 +74,9 @@ export function useRequestLog({
       ? UNTRUSTED_NAME
       : name;
   return {
-    onRequest({ request, url }) {
-      requestState(request).log = {
+    // The first stage: the request's record is made here, on the request's own server context.
+    onRequest({ request, url, serverContext }) {
+      requestState(serverContext).log = {
         started: performance.now(),
         path: url.pathname,
         // For requests refused before a context (and its request id) exists.
@@ -89,14 +90,14 @@ export function useRequestLog({
         streamed: undefined,
       };
     },
-    onParams({ params, request }) {
-      const state = requestState(request).log;
+    onParams({ params, context }) {
+      const state = requestState(context).log;
       if (state) state.operationName ??= params.operationName ?? undefined;
     },
     onParse() {
       // Named from the document as soon as it parses, so refused operations are named too.
       return ({ result, context }) => {
-        const state = requestState(context.request).log;
+        const state = requestState(context).log;
         if (!state || result instanceof Error || !result) return;
         const operation = getOperationAST(result, context.params?.operationName);
         state.operationName ??= operation?.name?.value;
@@ -104,8 +105,8 @@ export function useRequestLog({
       };
     },
     onExecute({ args }) {
-      const context = args.contextValue as Context;
-      const state = requestState(context.request).log;
+      const context = args.contextValue;
+      const state = requestState(context).log;
       if (!state) return;
       state.context = context;
       const operation = getOperationAST(args.document, args.operationName);
@@ -136,29 +137,35 @@ export function useRequestLog({
         },
       };
     },
-    onResultProcess({ request, result }) {
-      const state = requestState(request).log;
+    onResultProcess({ result, serverContext }) {
+      const state = requestState(serverContext).log;
       if (state && !(Symbol.asyncIterator in result)) state.codes.push(...errorCodes(result));
     },
-    onResponse({ request, response }) {
-      const state = requestState(request).log;
+    onResponse({ request, response, serverContext }) {
+      const { log: state, responseCache } = requestState(serverContext);
       if (!state) return;
       const requestId = state.context?.requestId ?? state.incomingId ?? randomUUID();
       response.headers.set('x-request-id', requestId);
-      const write = () => writeLine(state, request, response.status, requestId);
+      const hit = responseCache === 'hit';
+      const write = () => writeLine(state, request, response.status, requestId, hit);
       if (state.streamed) state.streamed.then(write);
       else write();
     },
   };
 
-  function writeLine(state: RequestLogRecord, request: Request, status: number, requestId: string) {
+  function writeLine(
+    state: RequestLogRecord,
+    request: Request,
+    status: number,
+    requestId: string,
+    hit: boolean,
+  ) {
     const seconds = (performance.now() - state.started) / 1000;
     // A client that went away reads no answer: its errors (upstream calls cut short) are not
     // the facade's or the upstream's and must not show up as such.
     const cancelled = request.signal.aborted;
     if (!cancelled) metrics.countErrors(state.codes);
     // A response-cache hit ran no execution, yet it answered an operation like any other.
-    const hit = requestState(request).responseCache === 'hit';
     const executed =
       hit && state.executed.length === 0
         ? [{ type: 'query', name: trustedName(state.operationName) }]

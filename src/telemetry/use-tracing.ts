@@ -7,12 +7,8 @@ import {
 } from '@opentelemetry/api';
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../context.js';
+import type { Context, ServerContext } from '../context.js';
 import type { Tracing } from './tracing.js';
-
-// Each operation's spans ride on the operation's own context object (one per operation of a
-// batch), which Yoga hands to every phase.
-const spansOf = (context: unknown) => (context as Partial<Context>).operationSpans;
 
 /** Runs `wrapped` as `span`'s child context, and ends `span` when it has settled. */
 function within<T>(span: Span, parent: OtelContext, wrapped: () => T): T {
@@ -38,7 +34,10 @@ function within<T>(span: Span, parent: OtelContext, wrapped: () => T): T {
  * values are never recorded (an inline argument is a value too), only the operation's type and name.
  * Installed only when spans are exported.
  */
-export function useTracing(tracing: Tracing, graphqlEndpoint: string): Plugin {
+export function useTracing(
+  tracing: Tracing,
+  graphqlEndpoint: string,
+): Plugin<Context, ServerContext> {
   const { tracer } = tracing;
   return {
     onRequest({ url }) {
@@ -48,25 +47,27 @@ export function useTracing(tracing: Tracing, graphqlEndpoint: string): Plugin {
       operation({ context }, wrapped) {
         const parent = otelContext.active();
         const operation = tracer.startSpan('graphql.operation', {}, parent);
-        (context as unknown as Partial<Context>).operationSpans = {
+        // On the operation's own object (one per operation of a batch), which Yoga hands to every
+        // phase and later makes its context.
+        context.operationSpans = {
           operation,
           context: trace.setSpan(parent, operation),
         };
         return within(operation, parent, wrapped);
       },
       parse({ context }, wrapped) {
-        const spans = spansOf(context);
+        const spans = context.operationSpans;
         if (!spans) return wrapped();
         return within(tracer.startSpan('graphql.parse', {}, spans.context), spans.context, wrapped);
       },
       validate({ context }, wrapped) {
-        const spans = spansOf(context);
+        const spans = context.operationSpans;
         if (!spans) return wrapped();
         spans.validate = tracer.startSpan('graphql.validate', {}, spans.context);
         return within(spans.validate, spans.context, wrapped);
       },
       execute({ context }, wrapped) {
-        const spans = spansOf(context);
+        const spans = context.operationSpans;
         if (!spans) return wrapped();
         const execute = tracer.startSpan('graphql.execute', {}, spans.context);
         return within(execute, spans.context, wrapped);
@@ -74,7 +75,7 @@ export function useTracing(tracing: Tracing, graphqlEndpoint: string): Plugin {
     },
     onParse() {
       return ({ result, context }) => {
-        const spans = spansOf(context);
+        const spans = context.operationSpans;
         if (!spans || !result || result instanceof Error) return;
         const operation = getOperationAST(result, context.params?.operationName);
         if (!operation) return;
@@ -86,12 +87,12 @@ export function useTracing(tracing: Tracing, graphqlEndpoint: string): Plugin {
     },
     onValidate({ context }) {
       return ({ valid }) => {
-        const span = spansOf(context)?.validate;
+        const span = context.operationSpans?.validate;
         if (!valid) span?.setStatus({ code: SpanStatusCode.ERROR });
       };
     },
     onExecutionResult({ result, context }) {
-      const spans = spansOf(context);
+      const spans = context.operationSpans;
       if (!spans || !result || Symbol.asyncIterator in result) return;
       const codes = (result as ExecutionResult).errors?.map((error) =>
         String(error.extensions?.code ?? 'INTERNAL_SERVER_ERROR'),

@@ -1,8 +1,8 @@
 import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../context.js';
+import type { Context, ServerContext } from '../context.js';
 import { createTokenMatcher } from '../credentials.js';
 import { requestState } from '../request-state.js';
-import type { CompletedCall } from '../upstream/client.js';
+import type { CallContext, CompletedCall } from '../upstream/client.js';
 
 /** The header a caller presents DEBUG_TOKEN in. */
 export const DEBUG_HEADER = 'x-facade-debug';
@@ -60,9 +60,10 @@ export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
  * hit or miss; and `extensions.cost`, the operation's estimated cost against MAX_COST, named and
  * shaped as Hive Gateway's demand control shows it.
  */
-function upstreamCallsExtension({ call, upstreamCalls, cost, request }: Context) {
+function upstreamCallsExtension(call: CallContext, context: ServerContext) {
+  const { upstreamCalls, cost } = context;
   const budget = call.budget;
-  const cache = request && requestState(request).responseCache;
+  const cache = requestState(context).responseCache;
   return {
     upstreamCalls: {
       calls: shownCalls(upstreamCalls ?? []),
@@ -81,18 +82,21 @@ function upstreamCallsExtension({ call, upstreamCalls, cost, request }: Context)
  * header or URL with ids is ever part of it. In production it is shown only to a caller that
  * presents DEBUG_TOKEN in `x-facade-debug`, compared in constant time.
  */
-export function useUpstreamCalls({ production, debugToken }: UpstreamCallsOptions): Plugin {
+export function useUpstreamCalls({
+  production,
+  debugToken,
+}: UpstreamCallsOptions): Plugin<Context, ServerContext> {
   const isDebugToken = debugToken ? createTokenMatcher([debugToken]) : undefined;
   return {
-    onRequest({ request }) {
+    onRequest({ request, serverContext }) {
       const token = request.headers.get(DEBUG_HEADER) ?? undefined;
       const shown = production ? token !== undefined && isDebugToken?.(token) === true : true;
-      if (shown) requestState(request).showsUpstreamCalls = true;
+      if (shown) requestState(serverContext).showsUpstreamCalls = true;
     },
     onExecute({ args }) {
-      const context = args.contextValue as Context;
+      const context = args.contextValue;
       // Before any resolver runs: the loaders keep field paths only when they will be shown.
-      if (!requestState(context.request).showsUpstreamCalls) return undefined;
+      if (!requestState(context).showsUpstreamCalls) return undefined;
       context.call.showCalls = true;
       return {
         // An answer in parts (@defer, @stream) shows them on its last part, when all are made.
@@ -101,18 +105,22 @@ export function useUpstreamCalls({ production, debugToken }: UpstreamCallsOption
             if ((result as { hasNext?: boolean }).hasNext !== false) return;
             setResult({
               ...result,
-              extensions: { ...result.extensions, ...upstreamCallsExtension(context) },
+              extensions: {
+                ...result.extensions,
+                ...upstreamCallsExtension(context.call, context),
+              },
             });
           },
         }),
       };
     },
     onExecutionResult({ result, setResult, context }) {
-      const ctx = context as unknown as Partial<Context>;
-      if (!ctx.call?.showCalls || !result || Symbol.asyncIterator in result) return;
+      // No call: the request was refused or answered before its context was built.
+      const { call } = context;
+      if (!call?.showCalls || !result || Symbol.asyncIterator in result) return;
       setResult({
         ...result,
-        extensions: { ...result.extensions, ...upstreamCallsExtension(ctx as Context) },
+        extensions: { ...result.extensions, ...upstreamCallsExtension(call, context) },
       });
     },
   };

@@ -1,13 +1,14 @@
 import { type ExecutionResult, GraphQLError } from 'graphql';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ANSWER_POLICY } from '../../src/cache/hints.js';
 import { NO_STORE } from '../../src/cache/policy.js';
-import { createMemoryResponseStore } from '../../src/cache/response-store.js';
+import { type Answer, createMemoryResponseStore } from '../../src/cache/response-store.js';
 
 const MiB = 1024 * 1024;
-const answer = (text: string, maxAge = 30): ExecutionResult =>
-  ({ data: { text }, [ANSWER_POLICY]: { maxAge, scope: 'PRIVATE' } }) as ExecutionResult;
-const policyOf = (result: unknown) => (result as { [ANSWER_POLICY]?: unknown })[ANSWER_POLICY];
+const answer = (text: string, maxAge = 30): Answer => ({
+  result: { data: { text } },
+  policy: { maxAge, scope: 'PRIVATE' },
+});
+const policyOf = (result: unknown) => (result as { policy?: unknown } | null)?.policy;
 
 describe('createMemoryResponseStore', () => {
   afterEach(() => {
@@ -17,18 +18,18 @@ describe('createMemoryResponseStore', () => {
   it('keeps only what a policy allows, as a copy, with the lifetime it has left', () => {
     vi.useFakeTimers({ now: 0 });
     const store = createMemoryResponseStore(1024);
-    store.set('s:none', { data: { text: 'x' } }, 0);
+    store.set('s:none', { result: { data: { text: 'x' } } }, 0);
+    store.set('s:no-store', { result: { data: { text: 'x' } }, policy: NO_STORE }, 0);
     store.set(
-      's:no-store',
-      { data: { text: 'x' }, [ANSWER_POLICY]: NO_STORE } as ExecutionResult,
+      's:error',
+      { ...answer('x'), result: { data: { text: 'x' }, errors: [new GraphQLError('x')] } },
       0,
     );
-    store.set('s:error', { ...answer('x'), errors: [new GraphQLError('x')] }, 0);
     expect(store.empty).toBe(true);
 
     const kept = answer('x');
     store.set('s:a', kept, 0);
-    (kept.data as { text: string }).text = 'changed after';
+    (kept.result.data as { text: string }).text = 'changed after';
     vi.setSystemTime(12_500);
     const hit = store.get('s:a') as ExecutionResult | null;
     expect(hit?.data).toEqual({ text: 'x' });

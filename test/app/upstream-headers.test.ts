@@ -3,7 +3,7 @@ import type { Plugin } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { strictestHeaders, useUpstreamHeaders } from '../../src/http/use-upstream-headers.js';
-import { requestState } from '../../src/request-state.js';
+import { type RequestStateCarrier, requestState } from '../../src/request-state.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { pickHeaders, UPSTREAM_LIMIT_HEADERS } from '../../src/upstream/response-headers.js';
 import { type Harness, upstreamRequests, useHarness } from '../helpers/harness.js';
@@ -271,9 +271,10 @@ describe('useUpstreamHeaders', () => {
   /** The plugin's onResponse on an answer that already has `own`, after a call that brought `upstream`. */
   function answer(own: Record<string, string>, upstream: Record<string, string>): Headers {
     const request = new Request('http://facade.test/graphql');
-    requestState(request).upstreamCalls = [[attempt(1, upstream)]];
+    const serverContext: RequestStateCarrier = {};
+    requestState(serverContext).upstreamCalls = [[attempt(1, upstream)]];
     const response = new Response('{}', { headers: own });
-    useUpstreamHeaders().onResponse?.({ request, response } as ResponseArgs);
+    useUpstreamHeaders().onResponse?.({ request, response, serverContext } as ResponseArgs);
     return response.headers;
   }
 

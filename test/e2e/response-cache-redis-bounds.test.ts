@@ -1,11 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ExecutionResult } from 'graphql';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ANSWER_POLICY } from '../../src/cache/hints.js';
 import { createRedisResponseStore } from '../../src/cache/redis-store.js';
-import type { ResponseStore } from '../../src/cache/response-store.js';
+import type { Answer, ResponseStore } from '../../src/cache/response-store.js';
 import type { RedisConnection } from '../../src/redis.js';
 import {
   connected,
@@ -20,8 +18,10 @@ const MiB = 1024 * 1024;
 // Keys as the response cache makes them: two SHA-256 hashes in base64url.
 const session = (i: number) => `s${String(i).padStart(42, '0')}`;
 const operation = (i: number) => `o${String(i).padStart(42, '0')}`;
-const answer = (text: string, maxAge = 600) =>
-  ({ data: { text }, [ANSWER_POLICY]: { maxAge, scope: 'PRIVATE' } }) as ExecutionResult;
+const answer = (text: string, maxAge = 600): Answer => ({
+  result: { data: { text } },
+  policy: { maxAge, scope: 'PRIVATE' },
+});
 
 /** Keeps `count` answers, a few hundred at a time as a busy replica would. */
 async function fill(store: ResponseStore, count: number, key: (i: number) => string, text: string) {

@@ -1,9 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import fc from 'fast-check';
-import type { ExecutionResult } from 'graphql';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ANSWER_POLICY, type WithPolicy } from '../../src/cache/hints.js';
 import { createRedisResponseStore } from '../../src/cache/redis-store.js';
 import type { RedisConnection } from '../../src/redis.js';
 import { checkCacheIsolation, TENANT } from '../helpers/cache-isolation.js';
@@ -115,13 +113,12 @@ describe('response cache in Redis', () => {
         redisBytes: 1024 * 1024,
         memoryBytes: 0,
       });
-      const policy = { maxAge: 60, privateMaxAge: 30, scope: 'PUBLIC' };
-      const answer = { data: { n: 1 }, [ANSWER_POLICY]: policy };
-      await store.set('session:kept', answer as ExecutionResult, Date.now());
-      const kept = (await store.get('session:kept')) as ExecutionResult & { stringify(): string };
-      expect(kept.data).toEqual({ n: 1 });
-      expect(kept.stringify()).toBe('{"data":{"n":1}}');
-      expect((kept as WithPolicy)[ANSWER_POLICY]).toEqual(policy);
+      const policy = { maxAge: 60, privateMaxAge: 30, scope: 'PUBLIC' as const };
+      await store.set('session:kept', { result: { data: { n: 1 } }, policy }, Date.now());
+      const kept = await store.get('session:kept');
+      expect(kept?.data).toEqual({ n: 1 });
+      expect(kept?.stringify()).toBe('{"data":{"n":1}}');
+      expect(kept?.policy).toEqual(policy);
 
       // As older versions wrote their answers: one JSON object with the scope inside, then the
       // scope alone on a line before the text.
