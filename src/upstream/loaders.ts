@@ -101,6 +101,17 @@ interface Range {
   sendOffset: boolean;
 }
 
+/** A call-making unit of a batch: its keys, the calls it is expected to need, and its load. */
+interface Unit {
+  keys: number[];
+  calls: number;
+  /** Settles the unit's keys; what it throws fails all of them. */
+  load: (unitCall: CallContext) => Promise<void>;
+}
+
+/** A call that brought `total`, for the pages of no items: any call of the batch will do. */
+type Brought = { list: RepositoryList; sentOffset: boolean } | undefined;
+
 /**
  * Pages with a known limit are grouped into covering ranges (overlapping or adjacent, within the
  * bound), each fetched once and sliced back; pages at the upstream's default size cannot be
@@ -114,84 +125,20 @@ async function loadPages(
   callers: ReadonlyMap<string, string[]>,
 ): Promise<Array<RepositoryList | Error>> {
   const results: Array<RepositoryList | Error> = new Array(keys.length);
-  const ranges: Range[] = [];
-  // Pages at the upstream's default size go as they are; the others are sorted by offset.
-  const direct = keys.flatMap((key, index) => (key.limit === undefined ? [index] : []));
-  const order = keys
-    .map((key, index) => ({ key, index }))
-    .filter(({ key }) => key.limit !== undefined)
-    .sort((a, b) => (a.key.offset ?? 0) - (b.key.offset ?? 0));
-
-  const totalsOnly: number[] = [];
-  for (const { key, index } of order) {
-    if (key.limit === 0) {
-      totalsOnly.push(index);
-      continue;
-    }
-    const start = key.offset ?? 0;
-    const end = start + (key.limit ?? 0);
-    const last = ranges.at(-1);
-    if (
-      last &&
-      start <= last.end &&
-      Math.max(end, last.end) - last.start <= options.maxCoalescedRange
-    ) {
-      last.end = Math.max(last.end, end);
-      last.keys.push(index);
-      last.sendOffset ||= key.offset !== undefined;
-    } else {
-      ranges.push({ start, end, keys: [index], sendOffset: key.offset !== undefined });
-    }
-  }
-  // A page of no items needs only `total`, which any other page of the batch brings too.
-  for (const index of totalsOnly) {
-    const host = ranges[0];
-    if (host) host.keys.push(index);
-    else {
-      const start = keys[index]?.offset ?? 0;
-      ranges.push({
-        start,
-        end: start,
-        keys: [index],
-        sendOffset: keys[index]?.offset !== undefined,
-      });
-    }
-  }
-
-  // A call that brought `total`, for the pages of no items: any call of the batch will do.
-  let brought: { list: RepositoryList; sentOffset: boolean } | undefined;
+  const { direct, ranges, totalsOnly } = planRanges(keys, options.maxCoalescedRange);
+  let brought: Brought;
   const bring = (list: RepositoryList, sentOffset: boolean) => {
     brought ??= { list, sentOffset };
   };
-
-  /** A range's pages, sliced from what covers it (fetched or kept). */
-  const answer = (range: Range, covering: RepositoryList, failure?: Error) => {
-    const covered = range.start + covering.repositories.length;
-    for (const index of range.keys) {
-      const key = keys[index] as PageKey;
-      // Cut short: the pages it finished answer; those it did not get its failure.
-      if (failure && key.limit !== 0 && Math.min(pageEnd(key), covering.total) > covered) {
-        results[index] = failure;
-        continue;
-      }
-      const from = (key.offset ?? 0) - range.start;
-      results[index] = {
-        ...covering,
-        repositories: from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
-        // An omitted offset is the upstream's default (0); echo what it said when it was asked alone.
-        offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
-      };
-    }
-  };
-  const servedFields = (range: Range) =>
-    range.keys.flatMap((index) => callers.get(pageKey(keys[index] as PageKey)) ?? ['']);
+  const fieldsOf = (indexes: readonly number[]) =>
+    indexes.flatMap((index) => callers.get(pageKey(keys[index] as PageKey)) ?? ['']);
 
   // A range this caller's kept ranges cover wholly is answered from them: no call, no budget.
   const { ranges: kept } = options;
   const serve = (range: Range, hit: CachedRange) => {
     bring(hit.covering, range.sendOffset);
-    answer(range, hit.covering);
-    options.onCachedRange?.(hit, call.showCalls ? servedFields(range) : undefined);
+    answerRange(keys, results, range, hit.covering);
+    options.onCachedRange?.(hit, call.showCalls ? fieldsOf(range.keys) : undefined);
   };
   // Past its max-age within stale-while-revalidate, a kept range answers at once, and one call
   // in the background, made for this caller but outside this request, refreshes it.
@@ -207,12 +154,7 @@ async function loadPages(
     : ranges;
 
   // Each call-making unit of the batch, in field order, with the calls it is expected to need.
-  // `load` settles the unit's keys; what it throws fails all of them.
-  const units: Array<{
-    keys: number[];
-    calls: number;
-    load: (unitCall: CallContext) => Promise<void>;
-  }> = [
+  const units: Unit[] = [
     ...direct.map((index) => ({
       keys: [index],
       calls: 1,
@@ -245,11 +187,96 @@ async function loadPages(
         }
         if (!read.covering) throw read.failure;
         bring(read.covering, range.sendOffset);
-        answer(range, read.covering, read.failure);
+        answerRange(keys, results, range, read.covering, read.failure);
       },
     })),
   ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
 
+  await runUnits(units, call, fieldsOf, results);
+  answerTotalsOnly(keys, results, totalsOnly, brought);
+  return results;
+}
+
+/**
+ * The batch's plan: the pages at the upstream's default size (sent as they are), the covering
+ * ranges of the others by offset, and the pages of no items, each given to a range.
+ */
+function planRanges(keys: readonly PageKey[], maxCoalescedRange: number) {
+  const ranges: Range[] = [];
+  // Pages at the upstream's default size go as they are; the others are sorted by offset.
+  const direct = keys.flatMap((key, index) => (key.limit === undefined ? [index] : []));
+  const order = keys
+    .map((key, index) => ({ key, index }))
+    .filter(({ key }) => key.limit !== undefined)
+    .sort((a, b) => (a.key.offset ?? 0) - (b.key.offset ?? 0));
+
+  const totalsOnly: number[] = [];
+  for (const { key, index } of order) {
+    if (key.limit === 0) {
+      totalsOnly.push(index);
+      continue;
+    }
+    const start = key.offset ?? 0;
+    const end = start + (key.limit ?? 0);
+    const last = ranges.at(-1);
+    if (last && start <= last.end && Math.max(end, last.end) - last.start <= maxCoalescedRange) {
+      last.end = Math.max(last.end, end);
+      last.keys.push(index);
+      last.sendOffset ||= key.offset !== undefined;
+    } else {
+      ranges.push({ start, end, keys: [index], sendOffset: key.offset !== undefined });
+    }
+  }
+  // A page of no items needs only `total`, which any other page of the batch brings too.
+  for (const index of totalsOnly) {
+    const host = ranges[0];
+    if (host) host.keys.push(index);
+    else {
+      const start = keys[index]?.offset ?? 0;
+      ranges.push({
+        start,
+        end: start,
+        keys: [index],
+        sendOffset: keys[index]?.offset !== undefined,
+      });
+    }
+  }
+  return { direct, ranges, totalsOnly };
+}
+
+/** A range's pages, sliced from what covers it (fetched or kept). */
+function answerRange(
+  keys: readonly PageKey[],
+  results: Array<RepositoryList | Error>,
+  range: Range,
+  covering: RepositoryList,
+  failure?: Error,
+): void {
+  const covered = range.start + covering.repositories.length;
+  for (const index of range.keys) {
+    const key = keys[index] as PageKey;
+    // Cut short: the pages it finished answer; those it did not get its failure.
+    if (failure && key.limit !== 0 && Math.min(pageEnd(key), covering.total) > covered) {
+      results[index] = failure;
+      continue;
+    }
+    const from = (key.offset ?? 0) - range.start;
+    results[index] = {
+      ...covering,
+      repositories: from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
+      // An omitted offset is the upstream's default (0); echo what it said when it was asked alone.
+      offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
+    };
+  }
+}
+
+/** Runs the units at once, each within what the request's budget reserved for it. */
+async function runUnits(
+  units: readonly Unit[],
+  call: CallContext,
+  fieldsOf: (indexes: readonly number[]) => string[],
+  results: Array<RepositoryList | Error>,
+): Promise<void> {
   const budget = call.budget;
   // Reserved synchronously, unit after unit, before any of them has made its first call. A plan
   // rests on a learned page size that may be wrong: a unit whose plan does not fit is not refused
@@ -264,9 +291,7 @@ async function loadPages(
         for (const index of unit.keys) results[index] = new UpstreamBudgetError(budget.limit);
         return;
       }
-      const served = unit.keys.flatMap(
-        (index) => callers.get(pageKey(keys[index] as PageKey)) ?? [''],
-      );
+      const served = fieldsOf(unit.keys);
       const unitCall: CallContext = {
         ...call,
         callers: served.length,
@@ -282,7 +307,15 @@ async function loadPages(
       }
     }),
   );
-  // A page of no items whose host failed still answers from any call that brought `total`.
+}
+
+/** A page of no items whose host failed still answers from any call that brought `total`. */
+function answerTotalsOnly(
+  keys: readonly PageKey[],
+  results: Array<RepositoryList | Error>,
+  totalsOnly: readonly number[],
+  brought: Brought,
+): void {
   for (const index of totalsOnly) {
     if (!brought || !(results[index] instanceof Error)) continue;
     const key = keys[index] as PageKey;
@@ -292,7 +325,6 @@ async function loadPages(
       offset: key.offset ?? (brought.sentOffset ? 0 : brought.list.offset),
     };
   }
-  return results;
 }
 
 /** Where a range's pages end, in order. */
