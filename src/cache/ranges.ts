@@ -2,8 +2,6 @@ import { LRUCache } from 'lru-cache';
 import type { CallContext } from '../upstream/client.js';
 import { listRepositories } from '../upstream/endpoints.js';
 import type { Repository, RepositoryList } from '../upstream/repository-list.js';
-import { joinKey } from './join.js';
-import { aged, type CachePolicy, staleWindow, strictest } from './policy.js';
 import {
   createEvictions,
   heapBytes,
@@ -13,7 +11,9 @@ import {
   memoryBounds,
   POLICY_BYTES,
   stringBytes,
-} from './response-store.js';
+} from './heap.js';
+import { joinKey } from './join.js';
+import { aged, type CachePolicy, staleWindow, strictest } from './policy.js';
 
 // The repository list's fetched ranges, kept per caller for their answers' max-age, so that a
 // cached `offset 0, limit 40` answers `offset 10, limit 20` of a later request with no call.

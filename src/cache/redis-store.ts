@@ -1,6 +1,7 @@
 import type { ExecutionResult } from 'graphql';
 import type { Result } from 'ioredis';
 import type { RedisConnection } from '../redis.js';
+import { callerShare } from './heap.js';
 import type { CachePolicy } from './policy.js';
 import {
   createMemoryResponseStore,
@@ -41,9 +42,6 @@ const PURGE_PER_WRITE = 100;
 // How long an eviction is remembered at least: longer than a read runs. A read that runs longer is
 // not kept, since an eviction during it may be forgotten already.
 const READ_MS = 60_000;
-
-/** Of a bound, what one session's answers may take: an eighth, and at least a large answer. */
-const sessionShare = (bound: number) => Math.min(bound, Math.max(Math.floor(bound / 8), 1 << 20));
 
 // KEYS: answer, its session's eviction. Returns [value, ms left, evicted at or ''] or nil.
 const GET_SCRIPT = `
@@ -178,7 +176,7 @@ export function createRedisResponseStore(
   redis.client.defineCommand('facadeResponseSet', { numberOfKeys: 6, lua: SET_SCRIPT });
   redis.client.defineCommand('facadeResponseEvict', { numberOfKeys: 2, lua: EVICT_SCRIPT });
   const memory = createMemoryResponseStore(options.memoryBytes);
-  const share = sessionShare(options.redisBytes);
+  const share = callerShare(options.redisBytes);
   return {
     kind: 'redis',
     empty: false,

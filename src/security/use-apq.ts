@@ -2,6 +2,7 @@ import { hash as hashOf } from 'node:crypto';
 import type { Plugin } from 'graphql-yoga';
 import type { Result } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { LRU_ENTRY_BYTES, stringBytes } from '../cache/heap.js';
 import type { Context, ServerContext } from '../context.js';
 import { persistedQueryHash } from '../documents.js';
 import { FacadeError, persistedQueryNotFound } from '../errors.js';
@@ -23,15 +24,6 @@ export interface ApqStore {
   set(hash: string, document: string): void | Promise<void>;
 }
 
-// What an entry holds in the heap beyond its two strings' characters: the strings' headers and
-// lru-cache's own (its map's entry, a slot in each of its arrays), as a forced collection's heap
-// growth measures it.
-const ENTRY_HEAP_BYTES = 160;
-
-/** A string's characters in the heap: a byte each, or two once one is past Latin-1. */
-const characterBytes = (text: string) =>
-  /[\u0100-\uffff]/.test(text) ? 2 * text.length : text.length;
-
 /**
  * The documents APQ has seen, least recently used first out (lru-cache), bounded by what they
  * hold in the heap: the hashes come from any caller, so the count alone would not bound the
@@ -42,7 +34,7 @@ export function createMemoryApqStore(maxBytes: number): ApqStore {
   const documents = new LRUCache<string, string>({
     maxSize: maxBytes,
     sizeCalculation: (document, hash) =>
-      characterBytes(hash) + characterBytes(document) + ENTRY_HEAP_BYTES,
+      stringBytes(hash) + stringBytes(document) + LRU_ENTRY_BYTES,
   });
   return {
     kind: 'memory',

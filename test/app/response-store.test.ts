@@ -1,11 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { heapBytes, stringBytes } from '../../src/cache/heap.js';
 import {
   type Answer,
   createMemoryResponseStore,
-  heapBytes,
   type KeptAnswer,
   type ResponseStore,
-  stringBytes,
 } from '../../src/cache/response-store.js';
 
 const MiB = 1024 * 1024;
