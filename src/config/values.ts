@@ -158,17 +158,20 @@ export const corsHeaders = headerNames.transform((names) =>
   names.map((name) => name.toLowerCase()),
 );
 
+// RFC 9110 7.6.1: they describe one connection, never a request or an answer.
+const HOP_BY_HOP: Record<string, string> = Object.fromEntries(
+  ['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade'].map((name) => [
+    name,
+    'a hop-by-hop header',
+  ]),
+);
+
 // Headers FORWARD_HEADERS may never name, and why: the browser's credentials, hop-by-hop headers
 // (RFC 9110 7.6.1), and what the facade's own HTTP client or rules decide for each call.
 const NOT_FORWARDED: Record<string, string> = {
   cookie: 'a browser credential, never forwarded',
   'set-cookie': 'a browser credential, never forwarded',
-  connection: 'a hop-by-hop header',
-  'keep-alive': 'a hop-by-hop header',
-  te: 'a hop-by-hop header',
-  trailer: 'a hop-by-hop header',
-  'transfer-encoding': 'a hop-by-hop header',
-  upgrade: 'a hop-by-hop header',
+  ...HOP_BY_HOP,
   host: "set by the facade's HTTP client",
   'content-length': "set by the facade's HTTP client",
   'content-type': 'set by the facade for each call',
@@ -261,12 +264,7 @@ export const forwardHeaders = headerNamesExcept(notForwarded);
 // its answer (caching, CORS, its own headers).
 const NOT_PASSED_BACK: Record<string, string> = {
   'set-cookie': "a cookie of the upstream's, never the caller's",
-  connection: 'a hop-by-hop header',
-  'keep-alive': 'a hop-by-hop header',
-  te: 'a hop-by-hop header',
-  trailer: 'a hop-by-hop header',
-  'transfer-encoding': 'a hop-by-hop header',
-  upgrade: 'a hop-by-hop header',
+  ...HOP_BY_HOP,
   'alt-svc': "describes the upstream's own connections",
   'cache-control': "the answer's caching, which the facade decides",
   expires: "the answer's caching, which the facade decides",
