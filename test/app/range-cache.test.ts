@@ -135,9 +135,10 @@ describe('createRangeCache', () => {
     let slowest = 0;
     for (let i = 0; i < 200 && slowest < 1; i++) {
       const start = (i * 13) % 150;
-      // The best of three, so that a collection's pause is not counted as the look-up's.
+      // The best of five, so that a collection's pause or another process taking the core is not
+      // counted as the look-up's.
       let best = Number.POSITIVE_INFINITY;
-      for (let run = 0; run < 3; run++) {
+      for (let run = 0; run < 5; run++) {
         const began = performance.now();
         const found = ranges.lookup(alice, start, start + 50);
         best = Math.min(best, performance.now() - began);
