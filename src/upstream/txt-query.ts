@@ -2,10 +2,9 @@ import { randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
 
-// One TXT query over UDP, read with its TTL. Node's resolver (c-ares) answers TXT look-ups without
-// their TTL (only resolve4/resolve6 take `{ ttl: true }`), and the TTL is what says how long an
-// answer may be kept; so the look-ups that may be kept are asked here, on the wire (RFC 1035), and
-// an answer too large for UDP (TC) is left to c-ares, which retries it over TCP.
+// One TXT query over UDP (RFC 1035), read with its TTL: Node's resolver gives none for TXT (only
+// resolve4/resolve6 take `{ ttl: true }`) and no runtime dependency reads DNS messages. An answer
+// too large for UDP is left to c-ares, which asks over TCP (docs/domains.md).
 
 const TYPE_TXT = 16;
 const TYPE_CNAME = 5;
@@ -14,7 +13,6 @@ const TYPE_OPT = 41;
 /** EDNS0's payload size that avoids IP fragmentation (the DNS flag day 2020 value). */
 const UDP_PAYLOAD = 1232;
 
-/** What a server answered: its RCODE, and for NOERROR the TXT values and the smallest TTL. */
 export interface TxtAnswer {
   rcode: number;
   truncated: boolean;
@@ -23,12 +21,12 @@ export interface TxtAnswer {
   ttlS: number | undefined;
 }
 
-/** A server as `host[:port]` from Resolver#getServers. */
 export interface DnsServer {
   address: string;
   port: number;
 }
 
+/** A `host[:port]` entry of Resolver#getServers. */
 export function parseServer(entry: string): DnsServer {
   const bracketed = /^\[(.+)\](?::(\d+))?$/.exec(entry);
   if (bracketed) return { address: bracketed[1] as string, port: Number(bracketed[2] ?? 53) };
@@ -37,7 +35,7 @@ export function parseServer(entry: string): DnsServer {
   return { address, port: Number(port ?? 53) };
 }
 
-/** A query for `name` IN TXT, recursion desired, with an EDNS0 OPT record; undefined if the name cannot be one. */
+/** `name` IN TXT, recursion desired, with an EDNS0 OPT record; undefined if `name` cannot be asked. */
 export function encodeTxtQuery(id: number, name: string): Buffer | undefined {
   const labels = name.split('.').filter((label) => label !== '');
   const encoded = labels.map((label) => Buffer.from(label, 'latin1'));
@@ -89,9 +87,8 @@ function readName(message: Buffer, offset: number): { name: string; next: number
 }
 
 /**
- * The answer to query `id` for `name`, or undefined when `message` is not that answer (another
- * id, not a response, another question): a stray or spoofed datagram is ignored, not believed.
- * Throws Malformed on a message that claims to be the answer but cannot be read.
+ * The answer to query `id` for `name`, or undefined for any other datagram (a stray or spoofed one
+ * is ignored, not believed); throws Malformed when the answer cannot be read.
  */
 export function decodeTxtAnswer(message: Buffer, id: number, name: string): TxtAnswer | undefined {
   if (message.length < 12 || message.readUInt16BE(0) !== id) return undefined;
@@ -120,7 +117,7 @@ export function decodeTxtAnswer(message: Buffer, id: number, name: string): TxtA
     if (rrClass === CLASS_IN && (type === TYPE_TXT || type === TYPE_CNAME))
       ttlS = Math.min(ttlS ?? ttl, ttl);
     if (rrClass === CLASS_IN && type === TYPE_TXT) {
-      // Several character-strings make one value, as c-ares's look-up joins them.
+      // The character-strings of one record make one value, as c-ares joins them.
       const chunks: string[] = [];
       for (let at = data; at < end; ) {
         const size = message[at] as number;
@@ -135,13 +132,12 @@ export function decodeTxtAnswer(message: Buffer, id: number, name: string): TxtA
   return { rcode: flags & 0x000f, truncated: (flags & 0x0200) !== 0, values, ttlS };
 }
 
-/** An error with c-ares's code names, so that outcomes read the same whichever way was asked. */
+/** c-ares's code names, so that outcomes read the same whichever way was asked. */
 const failure = (code: string) => Object.assign(new Error(code), { code });
 
 /**
- * One query to one server over a connected UDP socket (which also reports ICMP unreachable as
- * ECONNREFUSED); rejects with ETIMEOUT after `timeoutMs`, ECANCELLED on `signal`, EBADRESP on a
- * malformed answer, EBADNAME on a name that cannot be asked.
+ * One query over a connected UDP socket (so ICMP unreachable is ECONNREFUSED); rejects with
+ * ETIMEOUT, ECANCELLED, EBADRESP or EBADNAME.
  */
 export function queryTxt(
   server: DnsServer,
