@@ -1,3 +1,6 @@
+// The IBM cost spec as Apollo Router applies it, over the schema's own `@cost` and `@listSize`
+// (src/schema/cost.ts), so that a router and the facade price alike (docs/federation.md#cost).
+// Not graphql-armor's cost limit: its model is not the spec's.
 import {
   DirectiveLocation,
   type DocumentNode,
@@ -29,18 +32,9 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 
-// The IBM cost specification (https://ibm.github.io/graphql-specs/cost-spec.html), as Apollo
-// Router's static estimator applies it to the directives of a subgraph's SDL: an object, interface
-// or union costs 1 (or its type's `@cost`), a scalar or enum 0; a list multiplies the cost of
-// everything under it by its size: its slicing argument's value, else its `@listSize`'s
-// `assumedSize`; a mutation starts at 10. The facade's schema is the only source of the numbers
-// (src/schema/cost.ts), so a router reading `_service { sdl }` and the facade price alike.
+const MUTATION_BASE_COST = 10;
 
-/** A mutation's own cost before its fields, as Apollo Router and Hive Gateway count it. */
-export const MUTATION_BASE_COST = 10;
-
-/** The cost spec's `@cost`, to read its arguments from a type's or field's AST. */
-export const costDirective = new GraphQLDirective({
+const costDirective = new GraphQLDirective({
   name: 'cost',
   locations: [
     DirectiveLocation.ARGUMENT_DEFINITION,
@@ -53,8 +47,7 @@ export const costDirective = new GraphQLDirective({
   args: { weight: { type: new GraphQLNonNull(GraphQLInt) } },
 });
 
-/** The cost spec's `@listSize`. */
-export const listSizeDirective = new GraphQLDirective({
+const listSizeDirective = new GraphQLDirective({
   name: 'listSize',
   locations: [DirectiveLocation.FIELD_DEFINITION],
   args: {
@@ -73,8 +66,7 @@ interface ListSize {
 
 type Variables = Record<string, unknown>;
 
-// The directives are read from the schema's AST once per type and field: the schema lives as long
-// as the process, and reading them is most of an estimate's time.
+// Read once per type and field: reading the directives is most of an estimate's time.
 const weights = new WeakMap<GraphQLNamedType, number>();
 const listSizes = new WeakMap<GraphQLField<unknown, unknown>, ListSize | null>();
 
@@ -118,11 +110,8 @@ interface Walk {
 }
 
 /**
- * The estimated cost of one operation with its coerced variables. Throws a GraphQLError when an
- * argument's value cannot be read (a variable of the wrong type), as execution would. A slicing
- * argument above `maxSlice` (MAX_PAGE_SIZE) counts as `maxSlice`: its field is refused with
- * BAD_USER_INPUT naming the bound before any call, which the contract promises, rather than the
- * whole document for its cost.
+ * Throws a GraphQLError when an argument's value cannot be read, as execution would. A slicing
+ * argument above `maxSlice` counts as `maxSlice`: its resolver refuses it, naming the bound.
  */
 export function estimateCost(
   schema: GraphQLSchema,
@@ -133,22 +122,14 @@ export function estimateCost(
 ): number {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION)
       fragments.set(definition.name.value, definition);
-    }
   }
   const root = schema.getRootType(operation.operation);
   if (!root) return 0;
   const base = operation.operation === 'mutation' ? MUTATION_BASE_COST : 0;
-  return (
-    base +
-    selectionCost(operation.selectionSet, root, new Map(), {
-      schema,
-      maxSlice,
-      fragments,
-      variables,
-    })
-  );
+  const walk = { schema, maxSlice, fragments, variables };
+  return base + selectionCost(operation.selectionSet, root, NONE, walk);
 }
 
 function included(node: SelectionNode, variables: Variables): boolean {

@@ -1,3 +1,6 @@
+// Automatic persisted queries, Apollo's protocol (docs/configuration.md#persisted-documents): a
+// document is stored only once it has parsed and validated, which @graphql-yoga/plugin-apq cannot
+// do (it stores in onParams, before parsing). Redis failing or slow is never the request's failure.
 import { hash as hashOf } from 'node:crypto';
 import type { Plugin } from 'graphql-yoga';
 import type { Result } from 'ioredis';
@@ -9,35 +12,24 @@ import { FacadeError, persistedQueryNotFound } from '../errors.js';
 import type { RedisConnection } from '../redis.js';
 import { requestState } from '../request-state.js';
 
-/**
- * The longest document APQ keeps, in UTF-8 bytes. A longer one still runs when it is valid, but
- * is not stored: its hash alone keeps answering PERSISTED_QUERY_NOT_FOUND, and the client keeps
- * sending the text, which the protocol allows. Comments and whitespace are not tokens, so
- * MAX_TOKENS alone would let a valid document of any length be stored.
- */
+/** The longest document stored, in UTF-8 bytes: MAX_TOKENS does not bound comments and spaces. */
 export const APQ_MAX_DOCUMENT_BYTES = 64 * 1024;
 
 export interface ApqStore {
-  readonly kind: 'memory' | 'redis';
   get(hash: string): string | null | Promise<string | null>;
   /** Only ever given a document that parsed and validated; never rejects. */
   set(hash: string, document: string): void | Promise<void>;
 }
 
-/**
- * The documents APQ has seen, least recently used first out (lru-cache), bounded by what they
- * hold in the heap: the hashes come from any caller, so the count alone would not bound the
- * memory.
- */
+/** Bounded by what the documents hold in the heap: the hashes come from any caller. */
 export function createMemoryApqStore(maxBytes: number): ApqStore {
-  if (maxBytes === 0) return { kind: 'memory', get: () => null, set() {} };
+  if (maxBytes === 0) return { get: () => null, set() {} };
   const documents = new LRUCache<string, string>({
     maxSize: maxBytes,
     sizeCalculation: (document, hash) =>
       stringBytes(hash) + stringBytes(document) + LRU_ENTRY_BYTES,
   });
   return {
-    kind: 'memory',
     get: (hash) => documents.get(hash) ?? null,
     set(hash, document) {
       if (!documents.has(hash)) documents.set(hash, document);
@@ -45,22 +37,19 @@ export function createMemoryApqStore(maxBytes: number): ApqStore {
   };
 }
 
-// APQ's key space in Redis: the documents (hash -> text), their last use (a sorted set, in ms)
-// and the bytes they count. The three keys change together, in one script, so that the total
-// always matches the documents it counts, whichever replica writes.
+// The documents (hash -> text), their last use (a sorted set, in ms) and the bytes they count:
+// changed together, in one script, so that the total matches the documents whoever writes.
 const KEYS = [
   'graphql-facade:apq:documents',
   'graphql-facade:apq:used',
   'graphql-facade:apq:bytes',
 ];
 
-// What Redis spends on an entry beyond its text (the hash kept twice, as field and as sorted-set
-// member, their score and allocations), as measured with INFO memory: counted too, so that the
-// bound holds for Redis's memory and small documents cannot fill several times it.
+// What Redis spends on an entry beyond its text, counted too so that the bound holds for Redis's
+// memory however small the documents (docs/operations.md#redis-rate-limits-and-apq).
 const ENTRY_OVERHEAD_BYTES = 256;
 
-// Expired entries removed per write: enough to keep up with any rate of writes, few enough that
-// one call never holds Redis (which runs a script alone) for long.
+// Expired entries removed per write: one script never holds Redis for long.
 const PURGE_PER_WRITE = 100;
 
 // KEYS: documents, used, bytes. ARGV: hash, now (ms), expired-at-or-before (ms), ttl (ms).
@@ -112,7 +101,6 @@ for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ARGV[4]) end
 return total
 `;
 
-// The scripts defineCommand adds to the client, declared to TypeScript as ioredis's example does.
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     facadeApqGet(...keysAndArgs: Array<string | number>): Result<string | null, Context>;
@@ -121,16 +109,8 @@ declare module 'ioredis' {
 }
 
 /**
- * Documents in Redis, shared by every replica, with the memory store in front. APQ's own key
- * space, bounded by `maxBytes` (its documents, hashes and an allowance per entry), least recently
- * used out first, so that a flood of registrations can only ever evict APQ's own documents and
- * never crowd out the rate limit's counters on the same Redis. A document is kept `ttlS` seconds
- * from its last use through Redis (a write, or a read that missed memory); an expired one no
- * longer answers, and a later write removes it from the count, a bounded number at a time.
- *
- * Redis failing or slow is never the request's failure: a read that fails or times out answers
- * from memory (or not found, which makes the client send the document again), a write that fails
- * is kept in memory.
+ * APQ's own key space in Redis, bounded by `maxBytes`, so that registrations never evict another
+ * key; memory in front, and alone when Redis misses (docs/operations.md#redis-rate-limits-and-apq).
  */
 export function createRedisApqStore(
   redis: RedisConnection,
@@ -145,7 +125,6 @@ export function createRedisApqStore(
     return [...KEYS, hash, now, now - ttlMs, ttlMs];
   };
   return {
-    kind: 'redis',
     async get(hash) {
       const local = memory.get(hash);
       if (local) return local;
@@ -169,9 +148,7 @@ export function createRedisApqStore(
             PURGE_PER_WRITE,
           ),
         );
-      } catch {
-        // Kept in memory alone.
-      }
+      } catch {}
     },
   };
 }
@@ -186,16 +163,6 @@ const mismatch = () =>
     { http: { status: 400 } },
   );
 
-/**
- * Automatic persisted queries (Apollo's protocol): a hash alone runs the document stored under it,
- * or answers PERSISTED_QUERY_NOT_FOUND before parsing, so an unknown hash costs no upstream call;
- * a hash with its document is checked against it (SHA-256), and the document is stored only once
- * it has parsed and validated with every limit, so that what the store holds could have run.
- *
- * The protocol is written here rather than taken from @graphql-yoga/plugin-apq: that plugin stores
- * in `onParams`, before parsing, and its store sees neither the request nor whether the document
- * validated, so storing after validation would mean a plugin instance per request.
- */
 export function useApq(store: ApqStore): Plugin<Context, ServerContext> {
   return {
     // Not async: a request without a hash, nearly every one, passes without a promise to wait for.
@@ -214,7 +181,6 @@ export function useApq(store: ApqStore): Plugin<Context, ServerContext> {
       if (typeof query !== 'string') return;
       if (hashOf('sha256', query, 'hex') !== hash) throw mismatch();
       if (Buffer.byteLength(query) > APQ_MAX_DOCUMENT_BYTES) return;
-      // Per request, since a batch carries several operations.
       const state = requestState(context);
       state.apqDocuments ??= new Map();
       state.apqDocuments.set(hash, query);

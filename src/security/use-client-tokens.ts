@@ -3,9 +3,8 @@ import { bearerToken } from '../credentials.js';
 import { FacadeError } from '../errors.js';
 
 /**
- * Service-key mode's client check: the facade's key acts for every caller, so a caller must
- * present one of CLIENT_TOKENS before anything runs. Checked at request parsing, before the body
- * is read and long before any resolver or upstream call.
+ * Service-key mode: the facade's key acts for every caller, so a caller needs one of CLIENT_TOKENS,
+ * checked before its body is read.
  */
 export function useClientTokens(isAccepted: (token: string | undefined) => boolean): Plugin {
   return {

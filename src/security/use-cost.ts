@@ -22,14 +22,11 @@ export interface CostOptions {
 }
 
 /**
- * The cost of an operation, with its variables, checked after validation and before anything
- * executes: a document's cost depends on its variables, so this cannot be a validation rule (Yoga
- * caches validation per document). The model is the IBM cost spec's over the schema's own `@cost`
- * and `@listSize` (src/security/cost.ts), the numbers a router reads from `_service { sdl }`.
+ * MAX_COST, checked after validation and before execution: the cost depends on the variables, and
+ * Yoga caches validation per document (docs/operations.md#limits).
  */
 export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, ServerContext> {
-  // Parsed documents are cached by Yoga, so the same object comes back for the same text; the
-  // cost is computed again only when a variable it depends on changes.
+  // Yoga caches parsed documents: a cost is computed again only when a variable it reads changes.
   const known = new WeakMap<DocumentNode, { variables: string[]; costs: Map<string, number> }>();
   const slicing = new WeakMap<GraphQLSchema, Set<string>>();
 
@@ -66,23 +63,14 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, 
       let variables = (args.variableValues ?? {}) as Record<string, unknown>;
       if (operation.variableDefinitions?.length) {
         const coerced = getVariableValues(args.schema, operation.variableDefinitions, variables);
-        // Reported from here rather than by graphql-jit, whose messages name an inner field as if
-        // it were a variable ("$port"); graphql-js names the path as the client wrote it
-        // ("input.ports[0].port"), which the contract promises.
+        // Reported here, not by graphql-jit: the contract promises graphql-js's paths
+        // ("input.ports[0].port"), where graphql-jit names an inner field as a variable ("$port").
         if (coerced.errors) {
-          setResultAndStopExecution({
-            errors: coerced.errors.map(
-              (error) =>
-                new FacadeError(
-                  'BAD_USER_INPUT',
-                  boundMessage(error.message),
-                  {},
-                  {
-                    nodes: error.nodes,
-                  },
-                ),
-            ),
-          });
+          const errors = coerced.errors.map(
+            ({ message, nodes }) =>
+              new FacadeError('BAD_USER_INPUT', boundMessage(message), {}, { nodes }),
+          );
+          setResultAndStopExecution({ errors });
           return;
         }
         variables = coerced.coerced;
@@ -96,13 +84,8 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, 
       }
       args.contextValue.cost = { estimated: cost, max: maxCost };
       if (cost > maxCost) {
-        setResultAndStopExecution({
-          errors: [
-            refusal(
-              `Query cost limit of ${maxCost} exceeded, found ${cost} (MAX_COST; \`limit\` and \`first\` multiply the cost of their selection)`,
-            ),
-          ],
-        });
+        const message = `Query cost limit of ${maxCost} exceeded, found ${cost} (MAX_COST; \`limit\` and \`first\` multiply the cost of their selection)`;
+        setResultAndStopExecution({ errors: [refusal(message)] });
       }
     },
   };
@@ -135,6 +118,5 @@ function costVariables(document: DocumentNode, slicing: ReadonlySet<string>): st
 }
 
 function refusal(message: string): FacadeError {
-  // The status says the request was refused as a whole, as for the other document limits.
   return new FacadeError('GRAPHQL_VALIDATION_FAILED', message, { http: { status: 400 } });
 }

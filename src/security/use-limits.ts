@@ -15,8 +15,7 @@ function limitError(error: GraphQLError): FacadeError {
   );
 }
 
-// Validation rules report (the request answers 400 with every problem found); the token limit
-// runs inside the parser, where throwing is the only way out.
+// Validation rules report every problem found; the token limit runs in the parser, so it throws.
 const report = [
   (context: ValidationContext | null, error: GraphQLError) =>
     context?.reportError(limitError(error)),
@@ -27,10 +26,7 @@ const reject = [
   },
 ];
 
-/**
- * Refuses Apollo Federation's `_service { sdl }`: it discloses the whole schema, descriptions
- * included, exactly as introspection does, so a public edge that turns one off turns off both.
- */
+/** `_service { sdl }` discloses the schema as introspection does (SUBGRAPH_SDL). */
 function NoSubgraphSdlRule(context: ValidationContext): ASTVisitor {
   return {
     Field(node) {
@@ -52,11 +48,8 @@ function NoSubgraphSdlRule(context: ValidationContext): ASTVisitor {
 }
 
 /**
- * Depth, tokens, aliases and directives, all checked before execution (the cost, which needs the
- * variables, is use-cost.ts's), so an abusive document costs one parse and one validation and
- * never reaches a resolver or the upstream.
- * Field suggestions ("Did you mean ...?") are hidden in production: they map the schema for
- * anyone even when introspection is off.
+ * graphql-armor's depth, token, alias and directive limits, and the schema disclosure rules
+ * (docs/operations.md#limits). Suggestions map the schema: hidden in production.
  */
 export function useLimits(config: Pick<Config, 'limits' | 'production'>): Plugin[] {
   const { limits } = config;
@@ -73,7 +66,7 @@ export function useLimits(config: Pick<Config, 'limits' | 'production'>): Plugin
       },
       maxAliases: { ...common, n: limits.maxAliases },
       maxDirectives: { ...common, n: limits.maxDirectives },
-      // The cost depends on variables: use-cost.ts checks it, with one cost model.
+      // use-cost.ts checks the cost, which depends on the variables.
       costLimit: { enabled: false },
     }) as Plugin,
   ];

@@ -1,6 +1,5 @@
 import {
   type GraphQLInputType,
-  type GraphQLNamedType,
   getNamedType,
   getNullableType,
   getOperationAST,
@@ -11,19 +10,10 @@ import {
 import type { Plugin } from 'graphql-yoga';
 import { BadUserInputError, type InputIssue } from '../errors.js';
 
-/** A list of items of a type that declares no `extensions.maxItems`. */
-export const DEFAULT_MAX_ITEMS = 1000;
+/** For an item type that declares no `extensions.maxItems`. */
+const DEFAULT_MAX_ITEMS = 1000;
 
-/** The longest list of `type` a caller may send: the type's `extensions.maxItems`, or the default. */
-export function maxItemsOf(type: GraphQLNamedType): number {
-  const declared = type.extensions?.maxItems;
-  return typeof declared === 'number' ? declared : DEFAULT_MAX_ITEMS;
-}
-
-/**
- * Walks a variable's raw value along its declared type, and reports the first list longer than
- * its item type allows. Only lengths are looked at, never the items' values.
- */
+/** The first list in a variable's raw value longer than its item type's `extensions.maxItems`. */
 function findLongList(
   value: unknown,
   type: GraphQLInputType,
@@ -34,7 +24,8 @@ function findLongList(
   if (isListType(nullable)) {
     // A single value where a list is expected is coerced to a list of one.
     if (!Array.isArray(value)) return findLongList(value, nullable.ofType, path);
-    const max = maxItemsOf(getNamedType(nullable));
+    const declared = getNamedType(nullable).extensions?.maxItems;
+    const max = typeof declared === 'number' ? declared : DEFAULT_MAX_ITEMS;
     if (value.length > max) {
       return { path, message: `at most ${max} entries (got ${value.length})` };
     }
@@ -56,10 +47,8 @@ function findLongList(
 }
 
 /**
- * Refuses a variable that holds a list longer than its item type allows before the variables
- * are coerced: coercion and the validation rules look at every item, and report an issue per
- * bad item, so a long list must be turned away by its length alone. Lists written in the
- * document are bounded by the token limit and checked by the schema's own rules.
+ * Refuses a long list in the variables by its length, before coercion reports an issue per item.
+ * Lists written in the document are bounded by MAX_TOKENS and the schema's own rules.
  */
 export function useListLimits(): Plugin {
   return {

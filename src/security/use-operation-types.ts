@@ -2,9 +2,8 @@ import { GraphQLError, type ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
 /**
- * An operation whose type the schema has no root for (a `subscription` here) is invalid, which
- * graphql-js's validation does not check: it would fail only in execution, as an internal error
- * with a stack in the log. Refused at validation instead, as GRAPHQL_VALIDATION_FAILED.
+ * An operation type without a root (a `subscription`): graphql-js validation passes it, and it
+ * would fail in execution, as an internal error.
  */
 const knownOperationTypes: ValidationRule = (context) => ({
   OperationDefinition(node) {
@@ -12,9 +11,7 @@ const knownOperationTypes: ValidationRule = (context) => ({
     context.reportError(
       new GraphQLError(
         `This API has no ${node.operation} operations (the schema has no ${node.operation} root type)`,
-        {
-          nodes: node,
-        },
+        { nodes: node },
       ),
     );
   },

@@ -1,3 +1,6 @@
+// A client budget and an address ceiling per window, counted by rate-limiter-flexible in memory
+// or Redis; a store that fails never refuses a request (docs/operations.md#rate-limits). The
+// RateLimit headers and the IPv6 /64 key are the facade's own: the library has neither.
 import { isIP } from 'node:net';
 import type { Plugin } from 'graphql-yoga';
 import {
@@ -16,31 +19,35 @@ import { connectRedis, type RedisConnection } from '../redis.js';
 import { type RateLimitState, type RequestStateCarrier, requestState } from '../request-state.js';
 import type { Logger } from '../telemetry/logger.js';
 
-/** What a budget says of a request. */
 export interface Consumed {
   /** Seconds until the request would be allowed; undefined when it is. */
   retryAfter: number | undefined;
-  /** The store's answer (points left, ms until the window resets); undefined when none answered. */
+  /** The store's answer; undefined when none answered. */
   res: RateLimiterRes | undefined;
 }
 
 export interface RateLimiter {
   readonly store: 'memory' | 'redis';
-  /** The budgets' sizes, as the RateLimit-Policy header states them. */
   readonly quota: Quota;
-  /** Takes `points` from a client's budget. */
   consume(key: string, points?: number): Promise<Consumed>;
-  /** The same from an address's ceiling, which holds whatever tokens its requests carry. */
+  /** The address's ceiling, which holds whatever tokens its requests carry. */
   consumeAddress(address: string, points?: number): Promise<Consumed>;
-  /** Resolves true once the store can be used (Redis connected), false after `timeoutMs`. */
+  /** True once the store can be used (Redis connected), false after `timeoutMs`. */
   ready(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
+/** RATE_LIMIT_POINTS, RATE_LIMIT_ADDRESS_POINTS (0: no ceiling) and their window. */
+export interface Quota {
+  points: number;
+  addressPoints: number;
+  windowS: number;
+}
+
 const KEY_PREFIX = 'graphql-facade:rl';
+const ADDRESS_PREFIX = 'graphql-facade:rl-address';
 // How long a worker waits for the primary's counters before it lets the request through.
 const CLUSTER_TIMEOUT_MS = 1_000;
-const ADDRESS_PREFIX = 'graphql-facade:rl-address';
 
 type Limits = Pick<Config['rateLimit'], 'points' | 'windowS' | 'redisUrl'> &
   Partial<Pick<Config['rateLimit'], 'addressPoints' | 'redisTimeoutMs'>>;
@@ -49,7 +56,7 @@ type Budget = (key: string, points: number) => Promise<Consumed>;
 
 const ALLOWED: Consumed = { retryAfter: undefined, res: undefined };
 
-/** A limiter's answer as a budget's: its refusal is an answer too, anything else is thrown. */
+/** A limiter's refusal is an answer too; anything else is thrown. */
 function settle(attempt: Promise<RateLimiterRes>): Promise<Consumed> {
   return attempt.then(
     (res) => ({ retryAfter: undefined, res }),
@@ -60,111 +67,71 @@ function settle(attempt: Promise<RateLimiterRes>): Promise<Consumed> {
   );
 }
 
-/**
- * Undefined when RATE_LIMIT_POINTS is 0. With REDIS_URL the counters live in Redis, shared by
- * every replica; while Redis fails, times out or is skipped (src/redis.ts) each replica counts in
- * its own memory rather than refusing or waving everyone through.
- */
+/** Undefined when RATE_LIMIT_POINTS is 0. */
 export async function createRateLimiter(
   options: Limits,
   logger?: Logger,
-  /** In a cluster worker: memory counters are kept by the primary, shared by every worker. */
+  /** In a cluster worker: the primary keeps the memory counters for every worker. */
   inCluster = false,
-  /** The process's Redis connection (src/redis.ts); without one, a connection of its own. */
+  /** The process's Redis connection; without one, a connection of its own. */
   sharedRedis?: RedisConnection,
 ): Promise<RateLimiter | undefined> {
   if (options.points === 0) return undefined;
-  const budgets = {
-    client: { points: options.points, duration: options.windowS, keyPrefix: KEY_PREFIX },
-    address: {
-      points: options.addressPoints ?? options.points,
-      duration: options.windowS,
-      keyPrefix: ADDRESS_PREFIX,
-    },
-  };
-  const noCeiling = budgets.address.points === 0;
   const quota: Quota = {
     points: options.points,
-    addressPoints: budgets.address.points,
+    addressPoints: options.addressPoints ?? options.points,
     windowS: options.windowS,
   };
-  const inMemory = (limits: typeof budgets.client): Budget => {
-    const limiter: RateLimiterAbstract = inCluster
+  const redis = !options.redisUrl
+    ? undefined
+    : (sharedRedis ??
+      (await connectRedis(options.redisUrl, {
+        timeoutMs: options.redisTimeoutMs ?? REDIS_TIMEOUT_MS,
+        logger,
+      })));
+  const budget = (keyPrefix: string, points: number): Budget => {
+    const limits = { points, duration: options.windowS, keyPrefix };
+    const memory: RateLimiterAbstract = inCluster
       ? new RateLimiterCluster({ ...limits, timeoutMs: CLUSTER_TIMEOUT_MS })
       : new RateLimiterMemory(limits);
-    return (key, points) =>
-      settle(limiter.consume(key, points)).catch((error: unknown) => {
-        // No store answered: better to serve than to take the service down with the store.
+    const inMemory: Budget = (key, points) =>
+      settle(memory.consume(key, points)).catch((error: unknown) => {
         logger?.error({ err: error }, 'rate limit check failed; request allowed');
         return ALLOWED;
       });
-  };
-  if (!options.redisUrl) {
-    return wrap({
-      store: 'memory',
-      quota,
-      client: inMemory(budgets.client),
-      address: noCeiling ? undefined : inMemory(budgets.address),
-      close: async () => {},
-    });
-  }
-
-  const redis =
-    sharedRedis ??
-    (await connectRedis(options.redisUrl, {
-      timeoutMs: options.redisTimeoutMs ?? REDIS_TIMEOUT_MS,
-      logger,
-    }));
-  // Memory counters count what Redis does not answer, as rate-limiter-flexible's insurance limiter
-  // would, but without sending Redis a command while it is skipped.
-  const inRedis = (limits: typeof budgets.client): Budget => {
-    const limiter = new RateLimiterRedis({ ...limits, storeClient: redis.client });
-    const fallback = inMemory(limits);
+    if (!redis) return inMemory;
+    // Memory counts what Redis does not answer; no command is sent while Redis is skipped.
+    const shared = new RateLimiterRedis({ ...limits, storeClient: redis.client });
     return (key, points) =>
-      redis.run(() => settle(limiter.consume(key, points))).catch(() => fallback(key, points));
+      redis.run(() => settle(shared.consume(key, points))).catch(() => inMemory(key, points));
   };
-  return wrap({
-    store: 'redis',
-    quota,
-    client: inRedis(budgets.client),
-    address: noCeiling ? undefined : inRedis(budgets.address),
-    // A shared connection is closed by its owner.
-    close: async () => {
-      if (!sharedRedis) redis.disconnect();
-    },
-    redis,
-  });
-}
-
-interface Stores {
-  store: 'memory' | 'redis';
-  quota: Quota;
-  client: Budget;
-  address: Budget | undefined;
-  close: () => Promise<void>;
-  redis?: RedisConnection;
-}
-
-function wrap({ store, quota, client, address, close, redis }: Stores): RateLimiter {
+  const client = budget(KEY_PREFIX, quota.points);
+  const address =
+    quota.addressPoints === 0 ? undefined : budget(ADDRESS_PREFIX, quota.addressPoints);
   return {
-    store,
+    store: redis ? 'redis' : 'memory',
     quota,
     consume: (key, points = 1) => client(key, points),
     consumeAddress: (key, points = 1) =>
       address ? address(key, points) : Promise.resolve(ALLOWED),
-    close,
-    ready(timeoutMs) {
-      const connection = redis?.client;
-      if (!connection || connection.status === 'ready') return Promise.resolve(true);
-      return new Promise((resolve) => {
-        const timer = setTimeout(() => resolve(false), timeoutMs);
-        connection.once('ready', () => {
-          clearTimeout(timer);
-          resolve(true);
-        });
-      });
+    ready: (timeoutMs) => whenReady(redis, timeoutMs),
+    // A shared connection is closed by its owner.
+    close: async () => {
+      if (redis && !sharedRedis) redis.disconnect();
     },
   };
+}
+
+function whenReady(redis: RedisConnection | undefined, timeoutMs: number): Promise<boolean> {
+  const connection = redis?.client;
+  if (!connection || connection.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    connection.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
 }
 
 export interface ClientKeyOptions {
@@ -174,9 +141,8 @@ export interface ClientKeyOptions {
   isAccepted?: ((token: string | undefined) => boolean) | undefined;
 }
 
-/** Who a request counts as: its client key, and its address when that ceiling applies too. */
 export interface ClientKeys {
-  /** The bearer token (hashed: raw tokens are never stored) if any, else the address. */
+  /** The hashed bearer token if any, else the address: raw tokens are never stored. */
   client: string;
   /** Set unless the token is a verified identity (service-key mode's CLIENT_TOKENS). */
   address: string | undefined;
@@ -199,16 +165,14 @@ function clientAddress(request: Request, serverContext: unknown, trustProxy: boo
   const req = (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req;
   const socket = addressKey(req?.socket?.remoteAddress) ?? 'unknown';
   if (!trustProxy) return socket;
-  // An entry that is not an address was not written by the trusted proxy: a client that reaches
-  // the facade around it could otherwise name itself anew on every request.
+  // An entry that is not an address was not written by the trusted proxy.
   const forwarded = request.headers.get('x-forwarded-for')?.split(',').at(-1);
   return addressKey(forwarded) ?? socket;
 }
 
 /**
- * The key an address counts under: an IPv4 address as such (also when IPv4-mapped, or with a
- * port as some proxies append one), an IPv6 address by its /64, since one subscriber holds a whole
- * /64 and could otherwise take a fresh address for every request. Undefined for anything else.
+ * An IPv4 address as such (also IPv4-mapped or with a port), an IPv6 address by its /64;
+ * undefined for anything else (docs/operations.md#rate-limits).
  */
 export function addressKey(raw: string | undefined): string | undefined {
   let address = raw?.trim() ?? '';
@@ -225,31 +189,22 @@ export function addressKey(raw: string | undefined): string | undefined {
 
 /** The eight 16-bit groups of a valid IPv6 address, in lower-case hex without leading zeros. */
 function expandIPv6(address: string): string[] {
-  // A trailing dotted quad (::ffff:1.2.3.4 is handled before; 64:ff9b::1.2.3.4 is not) is two groups.
+  // A trailing dotted quad (64:ff9b::1.2.3.4) is two groups.
   const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  const group = (high?: string, low?: string) => ((Number(high) << 8) | Number(low)).toString(16);
   const hex = dotted
-    ? `${address.slice(0, dotted.index)}${((Number(dotted[1]) << 8) | Number(dotted[2])).toString(16)}:${((Number(dotted[3]) << 8) | Number(dotted[4])).toString(16)}`
+    ? `${address.slice(0, dotted.index)}${group(dotted[1], dotted[2])}:${group(dotted[3], dotted[4])}`
     : address;
   const [head = '', tail] = hex.split('::');
   const left = head === '' ? [] : head.split(':');
   const right = tail === undefined || tail === '' ? [] : tail.split(':');
   const zeros = Array<string>(8 - left.length - right.length).fill('0');
-  // Without '::' a valid address has its eight groups already, and `zeros` is empty.
   return [...left, ...zeros, ...right].map((group) => Number.parseInt(group, 16).toString(16));
 }
 
-function rateLimited(retryAfter: number): FacadeError {
-  return new FacadeError('RATE_LIMITED', `Too many requests; retry in ${retryAfter} s`, {
-    retryAfter,
-    http: { status: 429, headers: { 'Retry-After': String(retryAfter) } },
-  });
-}
-
 /**
- * One point per HTTP request, taken before its body is read; a batch pays for its other
- * operations once parsed. Runs before any execution, so a refused request costs no upstream call.
- * A request pays its client's budget and, unless its token is verified, its address's ceiling:
- * in forwarding mode anyone can invent tokens, so a token alone cannot be the key.
+ * One point per HTTP request before its body is read, one more per extra operation of a batch
+ * once parsed; the address pays too unless the token is verified, since anyone can invent tokens.
  */
 export function useRateLimit(
   limiter: RateLimiter,
@@ -261,8 +216,7 @@ export function useRateLimit(
     const address =
       keys.address === undefined ? undefined : limiter.consumeAddress(keys.address, points);
     return Promise.all([client, address]).then(([forClient, forAddress]) => {
-      const state = requestState(carrier);
-      state.rateLimit = {
+      requestState(carrier).rateLimit = {
         policies: [
           policyState('client', quota.points, quota.windowS, forClient),
           ...(forAddress && quota.addressPoints > 0
@@ -271,16 +225,20 @@ export function useRateLimit(
         ],
       };
       const wait = Math.max(forClient.retryAfter ?? 0, forAddress?.retryAfter ?? 0);
-      if (wait > 0) throw rateLimited(wait);
+      if (wait > 0) {
+        throw new FacadeError('RATE_LIMITED', `Too many requests; retry in ${wait} s`, {
+          retryAfter: wait,
+          http: { status: 429, headers: { 'Retry-After': String(wait) } },
+        });
+      }
     });
   };
   return {
-    // Promises chained, not awaited: a request waits for the counters' answer and nothing else.
+    // Chained, not awaited: a request waits for the counters' answer and nothing else.
     onRequestParse({ request, serverContext }) {
       const keys = clientKeys(request, serverContext, options);
       return take(serverContext, keys, 1).then(() => ({
         onRequestParseDone({ requestParserResult }) {
-          // A batch pays for its other operations; a single request has paid already.
           if (!Array.isArray(requestParserResult) || requestParserResult.length < 2) return;
           return take(serverContext, keys, requestParserResult.length - 1);
         },
@@ -297,15 +255,7 @@ export function useRateLimit(
   };
 }
 
-/** RATE_LIMIT_POINTS, RATE_LIMIT_ADDRESS_POINTS (0: no ceiling) and their window. */
-export interface Quota {
-  points: number;
-  addressPoints: number;
-  windowS: number;
-}
-
-function policyState(name: string, quota: number, windowS: number, consumed: Consumed) {
-  const { res } = consumed;
+function policyState(name: string, quota: number, windowS: number, { res }: Consumed) {
   return {
     name,
     quota,

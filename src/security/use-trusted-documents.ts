@@ -4,17 +4,13 @@ import { DOCUMENT_ID_PARAM, persistedQueryHash } from '../documents.js';
 import { FacadeError, persistedQueryNotFound } from '../errors.js';
 
 export interface TrustedDocumentsOptions {
-  /** id -> document text, as @graphql-codegen/client-preset's persisted-documents.json has it. */
+  /** id -> document text: @graphql-codegen/client-preset's persisted-documents.json. */
   documents: ReadonlyMap<string, string>;
   /** Refuse every document sent as text (PERSISTED_DOCUMENTS_ONLY). */
   only: boolean;
 }
 
-/**
- * The id a request names: Yoga's `documentId` (body or query string), else Apollo's
- * `extensions.persistedQuery.sha256Hash`, which urql's and Apollo Client's persisted-query links
- * send. Undefined when the request names none.
- */
+/** Yoga's `documentId` (body or query string), else Apollo's `persistedQuery.sha256Hash`. */
 export function documentIdOf(params: GraphQLParams, request: Request): string | undefined {
   const fromBody = (params as { documentId?: unknown }).documentId;
   if (typeof fromBody === 'string') return fromBody;
@@ -25,14 +21,10 @@ export function documentIdOf(params: GraphQLParams, request: Request): string | 
   return persistedQueryHash(params);
 }
 
-// A SHA-256 id, bare or after `sha256:`: the preset writes the prefixed form, while Apollo Client's
-// persisted-query link sends the bare digest for the same document.
+// The codegen preset writes `sha256:<digest>`; Apollo Client sends the bare digest.
 const SHA256_ID = /^(?:sha256:)?([0-9a-f]{64})$/i;
 
-/**
- * Finds a manifest document by its id as written, or a SHA-256 id in either form and either case
- * (the digest is the document's, so both forms name the same one).
- */
+/** By its id as written, or a SHA-256 id in either form and either case. */
 function createDocumentLookup(
   documents: ReadonlyMap<string, string>,
 ): (id: string) => string | undefined {
@@ -47,7 +39,7 @@ function createDocumentLookup(
   };
 }
 
-/** Params without Apollo's extension: the trusted document is found, APQ has nothing to do. */
+/** Without Apollo's extension, so that APQ leaves a trusted document alone. */
 function withoutPersistedQuery(params: GraphQLParams): GraphQLParams {
   const extensions = params.extensions as Record<string, unknown> | undefined;
   if (!extensions || !('persistedQuery' in extensions)) return params;
@@ -63,11 +55,8 @@ const onlyTrusted = () =>
   );
 
 /**
- * Trusted documents: a request that names a manifest id runs that document. With `only`, nothing
- * else runs: a document sent as text is PERSISTED_QUERY_ONLY and an unknown id
- * PERSISTED_QUERY_NOT_FOUND, both before parsing, so no caller-written query reaches a resolver.
- * Without `only`, requests that name no manifest document pass on untouched: a document sent as
- * text runs as usual, and an APQ hash that is not in the manifest is APQ's to serve.
+ * A request that names a manifest id runs that document; with `only`, nothing else runs. Without
+ * it, any other request passes on (docs/configuration.md#persisted-documents).
  */
 export function useTrustedDocuments({ documents, only }: TrustedDocumentsOptions): Plugin {
   const find = createDocumentLookup(documents);
@@ -96,7 +85,7 @@ export function useTrustedDocuments({ documents, only }: TrustedDocumentsOptions
         const named = explicit || inUrl || (hash !== undefined && find(hash) !== undefined);
         if (!named) return;
       }
-      // APQ, which runs next, would check a `sha256:` id as a digest and store the document again.
+      // APQ runs next: it would check a `sha256:` id as a digest and store the document again.
       return onParams({
         ...payload,
         setParams: (params) => payload.setParams(withoutPersistedQuery(params)),
