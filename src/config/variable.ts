@@ -1,8 +1,8 @@
-// One environment variable, declared once: its name, its schema (validation and default) and what
-// docs/configuration.md says about it. The schema instance is the key its declaration is found by.
+// One environment variable, declared once: its name, its schema (validation and default) and its
+// row in docs/configuration.md. The schema instance is the key its declaration is found by.
 import { z } from 'zod';
 
-/** The tables of docs/configuration.md, in its order; each is written from these declarations. */
+/** The tables of docs/configuration.md, in its order. */
 export const SECTIONS = [
   'server',
   'upstream',
@@ -21,13 +21,12 @@ export type Section = (typeof SECTIONS)[number];
 /** A variable's row in the docs: one line of Markdown per column. */
 export interface VariableDoc {
   section: Section;
-  /** What it does. */
   doc: string;
-  /** What applies when it is unset; without it, the schema's default, or `unset`. */
+  /** Without it: the schema's default, or `unset`. */
   default?: string;
-  /** The values it takes; without it, what its kind of value says (a range, a boolean). */
+  /** Without it: what its kind of value says (a range, a boolean). */
   accepted?: string;
-  /** Never echoed back, not even in a start-up error: keys, tokens, URLs that can hold a password. */
+  /** Never echoed, not even in a start-up error: keys, tokens, URLs that can hold a password. */
   secret?: boolean;
 }
 
@@ -40,13 +39,15 @@ export interface Variable extends VariableDoc {
 
 const declarations = z.registry<VariableDoc & { name: string }>();
 
-/** Declares a leaf of the settings object; the schema comes back as it was given. */
-export function variable<T extends z.ZodType>(name: string, schema: T, doc: VariableDoc): T {
-  // `.default()` and `.optional()` make a new instance each time, so a clash is a copied leaf.
-  const taken = declarations.get(schema)?.name;
-  if (taken) throw new Error(`${name}: its schema instance is already ${taken}'s`);
-  declarations.add(schema, { name, ...doc });
-  return schema;
+/** Declares the variables of one section of the docs; each schema comes back as it was given. */
+export function section(section: Section) {
+  return <T extends z.ZodType>(name: string, schema: T, doc: Omit<VariableDoc, 'section'>): T => {
+    // `.default()` and `.optional()` make a new instance each time, so a clash is a copied leaf.
+    const taken = declarations.get(schema)?.name;
+    if (taken) throw new Error(`${name}: its schema instance is already ${taken}'s`);
+    declarations.add(schema, { name, section, ...doc });
+    return schema;
+  };
 }
 
 /** Every variable of a settings shape, depth first in declaration order (the docs' row order). */
@@ -55,7 +56,7 @@ export function variablesOf(shape: Record<string, z.ZodType>, path: string[] = [
     const at = [...path, key];
     if (schema instanceof z.ZodObject) return variablesOf(schema.shape, at);
     const declared = declarations.get(schema);
-    if (!declared) throw new Error(`${at.join('.')}: not declared with variable()`);
+    if (!declared) throw new Error(`${at.join('.')}: not declared in a section`);
     return [{ ...declared, path: at, schema }];
   });
 }
