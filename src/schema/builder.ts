@@ -13,12 +13,10 @@ export const builder = new SchemaBuilder<{
   DefaultEdgesNullability: false;
   DefaultNodeNullability: false;
 }>({
-  // Federation only annotates types (the `@key`s); the directives plugin turns annotations into
-  // AST nodes, which is how they reach the subgraph SDL that `_service { sdl }` answers.
+  // The directives plugin puts federation's `@key`s in the AST, where `_service { sdl }` reads them.
   plugins: [DirectivePlugin, ValidationPlugin, FederationPlugin, RelayPlugin],
   defaultFieldNullability: false,
-  // Connection types only (no Node interface, no `node`/`nodes` fields). PageInfo is one type per
-  // schema, so its options live here; a value type other subgraphs define too: @shareable.
+  // Connection types only (no Node interface); PageInfo is one type per schema, so it is set here.
   relay: {
     pageInfoTypeOptions: { shareable: true, description: 'Relay page information.' },
     hasNextPageFieldOptions: { description: 'Whether more edges follow.' },

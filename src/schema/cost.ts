@@ -1,29 +1,15 @@
-// The numbers of the cost model, published as the IBM cost directives (`@cost`, `@listSize`) that
-// Apollo Router, Hive Gateway and Cosmo read from the subgraph SDL. The facade's own limit
-// (src/security/cost.ts) reads the same directives back from the schema, so a router and the
-// facade price a document alike. Defines no types: the schema files put these on their fields.
+// The numbers of the cost directives: routers and src/security/cost.ts read them back from the
+// schema, so both price a document alike (docs/federation.md#cost).
 
-/**
- * `@cost(weight:)` of a type whose field costs one upstream call or DNS look-up: ten times any
- * other object (1 by default), Apollo Router's base cost of a mutation. On the type, not the
- * field: Apollo Router lets a field's weight replace its type's, Hive Gateway adds the two.
- */
+/** `@cost(weight:)` on the type (not the field) of a field that costs an upstream call. */
 export const UPSTREAM_CALL_WEIGHT = 10;
 
-/**
- * How many items an omitted `limit` stands for: the default of MAX_PAGE_SIZE. The upstream
- * answers a page of its own default size, which its spec leaves unsaid; a limit above
- * MAX_PAGE_SIZE is refused anyway.
- */
+/** What an omitted `limit` counts as: MAX_PAGE_SIZE's default (the upstream's is unsaid). */
 export const ASSUMED_PAGE_SIZE = 100;
 
-/** How many branches or tags a repository is assumed to have: the upstream sends them all. */
-export const ASSUMED_REFS = 10;
-
 /**
- * `@listSize` of a paged root field: its slicing argument sizes the list field of the page it
- * returns; optional, so `requireOneSlicingArgument: false` (a router would otherwise refuse a
- * document that omits it), and omitted it counts as `assumedSize`.
+ * `@listSize` of a paged root field whose argument is optional: `requireOneSlicingArgument: false`,
+ * or a router refuses a document that omits it.
  */
 export function pageListSize(argument: 'first' | 'limit', sizedField: string, assumedSize: number) {
   return {
@@ -34,5 +20,5 @@ export function pageListSize(argument: 'first' | 'limit', sizedField: string, as
   };
 }
 
-/** `@listSize` of a list that has no slicing argument. */
-export const refsListSize = { assumedSize: ASSUMED_REFS };
+/** `@listSize` of branches and tags: the upstream sends them all. */
+export const refsListSize = { assumedSize: 10 };

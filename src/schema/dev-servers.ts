@@ -136,7 +136,6 @@ function toWireRequest(input: Input): WireDevServerRequest {
 }
 
 const DevServerRef = builder.objectRef<WireDevServer>('DevServer').implement({
-  // A value type other subgraphs may define too: @shareable, so that they compose.
   shareable: true,
   description: 'An ephemeral development server.',
   fields: (t) => ({

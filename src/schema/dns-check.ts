@@ -12,7 +12,6 @@ interface DomainDnsCheck {
 }
 
 const DomainDnsCheckRef = builder.objectRef<DomainDnsCheck>('DomainDnsCheck').implement({
-  // A value type other subgraphs may define too: @shareable, so that they compose.
   shareable: true,
   cost: UPSTREAM_CALL_WEIGHT,
   description:

@@ -7,7 +7,6 @@ import { domainName, txtHost } from './domain-name.js';
 const DnsRecordRef = builder
   .objectRef<{ type: string; name: string; value: string }>('DnsRecord')
   .implement({
-    // A value type other subgraphs may define too: @shareable, so that they compose.
     shareable: true,
     description: 'A DNS record to publish at your DNS provider.',
     fields: (t) => ({
@@ -41,8 +40,7 @@ const DomainVerificationRef = builder
     }),
   });
 
-// A federation entity, so other subgraphs can reference a verification by its id. The upstream has
-// no fetch-by-id, so the key is not resolvable: the router never asks this subgraph for one.
+// A key the router never resolves here: the upstream has no read by id (docs/federation.md).
 builder.asEntity(DomainVerificationRef, {
   key: builder.keyDirective(builder.selection<{ id: string }>('id'), false),
   resolveReference: () => {
@@ -59,7 +57,6 @@ interface VerificationResult {
 const DomainVerificationResultRef = builder
   .objectRef<VerificationResult>('DomainVerificationResult')
   .implement({
-    // A value type other subgraphs may define too: @shareable, so that they compose.
     shareable: true,
     description: 'The outcome of a verification attempt.',
     fields: (t) => ({

@@ -7,15 +7,9 @@ import './domains.js';
 import './dns-check.js';
 import './dev-servers.js';
 
-/**
- * What the facade serves: the contract plus Apollo Federation 2's `_service { sdl }`, so a gateway
- * can compose it as a subgraph. `_service.sdl` carries the `@key`s; introspection does not.
- */
+/** The contract plus `_service { sdl }`, which alone carries the federation directives. */
 export const schema = builder.toSubGraphSchema({
-  // v2.9: the first version with the IBM cost directives (@cost, @listSize) that routers' demand
-  // control reads, and the newest that @theguild/federation-composition (Hive's registry and
-  // gateway) accepts; Apollo's and Cosmo's composers take it too. A newer version buys nothing the
-  // subgraph uses and locks out Hive (test/app/composition.test.ts composes with all three).
+  // v2.9: the first with @cost and @listSize, the newest Hive accepts (docs/federation.md).
   linkUrl: 'https://specs.apollo.dev/federation/v2.9',
   federationDirectives: ['@key', '@shareable', '@cost', '@listSize'],
 });

@@ -13,7 +13,6 @@ interface RepositoryPage {
 }
 
 const BranchRef = builder.objectRef<Branch>('Branch').implement({
-  // A value type other subgraphs may define too: @shareable, so that they compose.
   shareable: true,
   description: 'A branch of a repository.',
   fields: (t) => ({
@@ -28,7 +27,6 @@ const BranchRef = builder.objectRef<Branch>('Branch').implement({
 });
 
 const TagRef = builder.objectRef<Tag>('Tag').implement({
-  // A value type other subgraphs may define too: @shareable, so that they compose.
   shareable: true,
   description: 'A tag of a repository.',
   fields: (t) => ({
@@ -83,8 +81,7 @@ export const RepositoryRef = builder.objectRef<Repository>('Repository').impleme
   }),
 });
 
-// An entity keyed by the upstream's id (when it sends one). The upstream lists repositories but has
-// no read by id, so the key is not resolvable: the router never asks this subgraph for one.
+// A key the router never resolves here: the upstream has no read by id (docs/federation.md).
 builder.asEntity(RepositoryRef, {
   key: builder.keyDirective(builder.selection<{ id: string }>('id'), false),
   resolveReference: () => {
@@ -93,7 +90,6 @@ builder.asEntity(RepositoryRef, {
 });
 
 const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').implement({
-  // A value type other subgraphs may define too: @shareable, so that they compose.
   shareable: true,
   cost: UPSTREAM_CALL_WEIGHT,
   description: 'One page of repositories, paged by limit and offset.',
@@ -127,7 +123,6 @@ export function checkPageSize(argument: string, value: number | null | undefined
 builder.queryFields((t) => ({
   repositories: t.field({
     type: RepositoryPageRef,
-    // Nullable so that one field cut off (by MAX_UPSTREAM_CALLS, say) leaves the others' answers.
     nullable: true,
     listSize: pageListSize('limit', 'items', ASSUMED_PAGE_SIZE),
     description:

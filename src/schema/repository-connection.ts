@@ -5,15 +5,9 @@ import { pageListSize, UPSTREAM_CALL_WEIGHT } from './cost.js';
 import { checkPageSize, nonNegative, RepositoryRef } from './repositories.js';
 import { fieldPath } from './selection.js';
 
-// The repository list as a Relay connection, over the same per-request loader as `repositories`.
-// Cursors are opaque base64url offsets; only ones this API issued are accepted.
-//
-// @pothos/plugin-relay builds the types (RepositoryConnection, RepositoryEdge, PageInfo); the
-// field, its arguments and its cursors are ours, because the plugin's would break the contract:
-// `t.connection` always adds `last` and `before`; `resolveOffsetConnection` issues other cursors
-// (base64 of `OffsetConnection:<n>`), clamps a `first` above the maximum instead of refusing it,
-// asks the upstream for `first + 1` items, fails a bad `first` or `after` with an error that is
-// not BAD_USER_INPUT, and gives an empty page non-null cursors.
+// The relay plugin builds the types; the field and its cursors (base64url offsets) are ours: its
+// `t.connection` adds `last` and `before`, and its offset resolver clamps `first`, asks for one
+// more item and fails bad input without BAD_USER_INPUT.
 
 interface RepositoryConnection {
   edges: { cursor: string; node: Repository }[];
@@ -64,7 +58,6 @@ const DEFAULT_FIRST = 20;
 builder.queryFields((t) => ({
   repositoriesConnection: t.field({
     type: RepositoryConnectionRef,
-    // Nullable so that one field cut off (by MAX_UPSTREAM_CALLS, say) leaves the others' answers.
     nullable: true,
     listSize: pageListSize('first', 'edges', DEFAULT_FIRST),
     description: `The repository list as a Relay connection; \`first\` defaults to ${DEFAULT_FIRST} and may not exceed the configured MAX_PAGE_SIZE. Null, with an error, when this page could not be fetched (the rest of the answer stands).`,
