@@ -2,6 +2,9 @@ import type { CallContext, CompletedCall, UpstreamClient } from '../upstream/cli
 import { type Endpoint, fillPath } from '../upstream/endpoints.js';
 import { cancelledError } from '../upstream/responses.js';
 
+// Identical upstream reads in flight are joined, never across credentials or forwarded headers:
+// docs/upstream.md#shared-calls.
+
 /** An answer, and whether it came from a call another request had already started. */
 export interface Shared<Out> {
   value: Out;
@@ -9,40 +12,28 @@ export interface Shared<Out> {
 }
 
 export interface InFlight {
-  /**
-   * Sends `endpoint` with `input` through the client, or joins the identical read already on its
-   * way (same path, query, Authorization sent and forwarded headers). Writes, and every call
-   * when joining is off, are sent as they are.
-   */
   send<In, Out>(endpoint: Endpoint<In, Out>, input: In, call: CallContext): Promise<Shared<Out>>;
 }
 
 export interface InFlightOptions {
-  /** JOIN_UPSTREAM_CALLS: false sends every call on its own. */
+  /** JOIN_UPSTREAM_CALLS. */
   enabled: boolean;
-  /** Told of every call joined rather than sent, by route, for metrics. */
+  /** Told of every call joined rather than sent, by route. */
   onJoin?: ((route: string) => void) | undefined;
 }
 
-/** One shared call and the callers waiting for it. */
 interface Entry {
   promise: Promise<unknown>;
-  /** Callers still waiting; at 0 the call is abandoned (the last one went away). */
+  /** Callers still waiting: the last to go away aborts the call. */
   waiting: number;
-  /** Aborts the call once its last caller has gone. */
   controller: AbortController;
-  /** Every caller's own record of the call's attempts: its log line and `extensions`. */
+  /** Each caller's record of the call's attempts (its log line, its `extensions`). */
   listeners: Array<(completed: CompletedCall) => void>;
 }
 
 /**
- * The key of a call: exactly what shapes the upstream's answer, as the client sends it, and the
- * caller's own credential (in service-key mode two callers' calls are alike, yet the contract
- * never lets one caller's call serve another: an upstream may still answer per key and time). The
- * request id and the trace context differ per request and say nothing of the answer, so they do
- * not split the key; everything else the client sends is fixed per route. JSON of an array keeps
- * the parts apart whatever they hold, so two different inputs never make one key (no hashing, so
- * no collision either).
+ * Exactly what shapes the upstream's answer, and the caller's own credential. Keep the request id
+ * and trace context out: they differ per request. JSON of an array keeps the parts apart.
  */
 export function joinKey<In>(
   endpoint: Endpoint<In, unknown>,
@@ -63,103 +54,76 @@ export function joinKey<In>(
   ]);
 }
 
+/** Waits for the entry's call; a caller that goes away is cancelled at once, the call goes on. */
+function wait<Out>(entry: Entry, signal: AbortSignal | undefined): Promise<Out> {
+  entry.waiting += 1;
+  return new Promise<Out>((resolve, reject) => {
+    const leave = () => {
+      reject(cancelledError());
+      entry.waiting -= 1;
+      if (entry.waiting === 0) entry.controller.abort(signal?.reason);
+    };
+    signal?.addEventListener('abort', leave, { once: true });
+    entry.promise.then(
+      (value) => {
+        signal?.removeEventListener('abort', leave);
+        resolve(value as Out);
+      },
+      (error: unknown) => {
+        signal?.removeEventListener('abort', leave);
+        reject(error);
+      },
+    );
+  });
+}
+
 /**
- * Upstream reads shared across the concurrent requests of one app: an identical GET already on
- * its way is joined instead of sent again, so fifty callers asking for the same page at once cost
- * one call, and never across two credentials or two sets of forwarded headers (the key holds
- * both). Only a call in flight is shared: its answer or its failure goes to the callers waiting
- * for it, and the next caller after it settled makes its own call.
- *
- * - Budget: each caller takes a unit of its own request's MAX_UPSTREAM_CALLS, joined or not, so a
- *   request's answer does not depend on what other requests happen to run at the same time, and
- *   its budget stays a bound on what it may cause on its own.
- * - Cancellation: a caller that goes away stops waiting at once (its field fails as cancelled);
- *   the call goes on for the others and is abandoned only when every caller has gone.
- * - Deadline: the call's deadline started with its first caller, so it ends no later than any
- *   joined caller's own would have.
- * - The call carries its first caller's request id and trace context; the others record it as
- *   `joined`, under that request id, in their own log lines and `extensions.upstreamCalls`.
+ * Sends the call for every caller to come: under the first caller's request id and trace context,
+ * its deadline, and no budget (each caller took its own unit). Forgotten once settled.
  */
+function start<In, Out>(
+  client: UpstreamClient,
+  calls: Map<string, Entry>,
+  key: string,
+  endpoint: Endpoint<In, Out>,
+  input: In,
+  call: CallContext,
+): Entry {
+  const controller = new AbortController();
+  const listeners: Entry['listeners'] = call.onCall ? [call.onCall] : [];
+  const promise = client.send(endpoint, input, {
+    authorization: call.authorization,
+    requestId: call.requestId,
+    trace: call.trace,
+    forwarded: call.forwarded,
+    callers: call.callers,
+    fields: call.fields,
+    showCalls: call.showCalls,
+    signal: controller.signal,
+    budget: undefined,
+    onCall: (completed) => {
+      for (const listener of listeners) listener(completed);
+    },
+  });
+  const entry: Entry = { promise, waiting: 0, controller, listeners };
+  calls.set(key, entry);
+  const forget = () => {
+    if (calls.get(key) === entry) calls.delete(key);
+  };
+  promise.then(forget, forget);
+  return entry;
+}
+
+/** Upstream reads shared across the concurrent requests of one app. */
 export function createInFlight(client: UpstreamClient, options: InFlightOptions): InFlight {
   const calls = new Map<string, Entry>();
-
-  function wait<Out>(entry: Entry, call: CallContext): Promise<Out> {
-    const signal = call.signal;
-    entry.waiting += 1;
-    return new Promise<Out>((resolve, reject) => {
-      let settled = false;
-      const leave = () => {
-        if (settled) return;
-        settled = true;
-        reject(cancelledError());
-        entry.waiting -= 1;
-        if (entry.waiting === 0) entry.controller.abort(signal?.reason);
-      };
-      signal?.addEventListener('abort', leave, { once: true });
-      entry.promise.then(
-        (value) => {
-          if (settled) return;
-          settled = true;
-          signal?.removeEventListener('abort', leave);
-          resolve(value as Out);
-        },
-        (error: unknown) => {
-          if (settled) return;
-          settled = true;
-          signal?.removeEventListener('abort', leave);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  function start<In, Out>(
-    key: string,
-    endpoint: Endpoint<In, Out>,
-    input: In,
-    call: CallContext,
-  ): Entry {
-    const controller = new AbortController();
-    const listeners: Entry['listeners'] = [];
-    if (call.onCall) listeners.push(call.onCall);
-    const shared: CallContext = {
-      authorization: call.authorization,
-      requestId: call.requestId,
-      trace: call.trace,
-      forwarded: call.forwarded,
-      callers: call.callers,
-      fields: call.fields,
-      showCalls: call.showCalls,
-      // Not the first caller's: the call outlives it when others wait.
-      signal: controller.signal,
-      // Each caller took its own unit before waiting.
-      budget: undefined,
-      onCall: (completed) => {
-        for (const listener of listeners) listener(completed);
-      },
-    };
-    const promise = client.send(endpoint, input, shared);
-    const entry: Entry = { promise, waiting: 0, controller, listeners };
-    calls.set(key, entry);
-    // Settled is no longer in flight: a failure is never kept, nor an answer.
-    const forget = () => {
-      if (calls.get(key) === entry) calls.delete(key);
-    };
-    promise.then(forget, forget);
-    return entry;
-  }
-
   return {
-    async send<In, Out>(
-      endpoint: Endpoint<In, Out>,
-      input: In,
-      call: CallContext,
-    ): Promise<Shared<Out>> {
-      // A caller already gone is the client's to record as such, as an unshared call is.
+    async send(endpoint, input, call) {
+      // A caller already gone is the client's to record, as an unshared call is.
       if (!options.enabled || endpoint.method !== 'GET' || call.signal?.aborted) {
         return { value: await client.send(endpoint, input, call), joined: false };
       }
-      // First, as the client does: a path value refused costs no unit of the budget.
+      // Before the budget: a path value refused costs no unit, as in the client.
       const key = joinKey(endpoint, input, call);
       call.budget?.take();
       const running = calls.get(key);
@@ -172,10 +136,10 @@ export function createInFlight(client: UpstreamClient, options: InFlightOptions)
             onCall({ ...completed, callers: callers ?? 1, fields, joined: true }),
           );
         }
-        return { value: await wait<Out>(running, call), joined: true };
+        return { value: await wait(running, call.signal), joined: true };
       }
-      const entry = start(key, endpoint, input, call);
-      return { value: await wait<Out>(entry, call), joined: false };
+      const entry = start(client, calls, key, endpoint, input, call);
+      return { value: await wait(entry, call.signal), joined: false };
     },
   };
 }
