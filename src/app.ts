@@ -50,55 +50,73 @@ export interface AppDeps {
   client: UpstreamClient;
   /** Where unexpected errors are reported; their details never reach the client. */
   logError?: (error: unknown) => void;
-  /** Request lines and Yoga's own messages; default: silent (tests, tools). */
+  /** Request lines and Yoga's own messages; default: silent. */
   logger?: Logger;
-  /** Default: a fresh registry for this app. main.ts passes the one its client reports to. */
+  /** Default: a fresh registry for this app. */
   metrics?: Metrics;
-  /** Default: always ready. main.ts passes the one it drains on SIGTERM. */
+  /** Default: always ready. */
   health?: Health;
-  /** Default: none. main.ts builds one from config.rateLimit (memory or Redis). */
+  /** Default: no rate limit. */
   rateLimiter?: RateLimiter | undefined;
-  /** Where APQ keeps documents; default: memory, bounded by config.apq.cacheBytes. */
+  /** Default: memory, bounded by APQ_CACHE_BYTES. */
   apqStore?: ApqStore | undefined;
-  /** Where the response cache keeps answers; default: memory, config.responseCache.maxBytes. */
+  /** Default: memory, bounded by RESPONSE_CACHE_BYTES. */
   responseStore?: ResponseStore | undefined;
-  /**
-   * What /metrics answers; default: this app's registry. A cluster worker answers for all. Null:
-   * /metrics is served on a port of its own (METRICS_PORT), and this app has no such route.
-   */
+  /** What /metrics answers; default: this app's registry. Null: METRICS_PORT serves it instead. */
   metricsSource?: MetricsSource | null | undefined;
-  /** The running OpenTelemetry SDK, when spans are exported (main.ts starts it). */
+  /** The running OpenTelemetry SDK, when spans are exported. */
   tracing?: Tracing | undefined;
-  /**
-   * The list ranges kept per caller (src/cache/ranges.ts); createApp makes one in memory
-   * when the response cache is on. None: every range is fetched.
-   */
+  /** The list ranges kept per caller; default: in memory, with the response cache and its bound. */
   rangeCache?: RangeCache | undefined;
-  /** Background refreshes of kept ranges (stale-while-revalidate); main.ts drains them. */
+  /** Background refreshes of kept ranges (stale-while-revalidate). */
   refreshes?: Refreshes | undefined;
-  /** The one credential policy (src/credentials.ts); createApp builds it from `config` if absent. */
+  /** Default: built from `config`. */
   credentials?: CredentialPolicy | undefined;
+}
+
+/** AppDeps with its defaults filled in, built once for the pipeline and the context alike. */
+type AppParts = AppDeps &
+  Required<Pick<AppDeps, 'logger' | 'logError' | 'metrics' | 'health' | 'refreshes'>> & {
+    credentials: CredentialPolicy;
+    metricsSource: MetricsSource | null;
+  };
+
+function withDefaults(deps: AppDeps): AppParts {
+  const { config } = deps;
+  const metrics = deps.metrics ?? createMetrics();
+  return {
+    ...deps,
+    logger: deps.logger ?? silentLogger(),
+    logError: deps.logError ?? (deps.logger ? () => {} : console.error),
+    metrics,
+    health: deps.health ?? createHealth(),
+    metricsSource:
+      deps.metricsSource === undefined ? registrySource(metrics.registry) : deps.metricsSource,
+    refreshes:
+      deps.refreshes ??
+      createRefreshes({ onEnd: (route, outcome) => metrics.countRefresh(route, outcome) }),
+    credentials: deps.credentials ?? createCredentialPolicy(config),
+    rangeCache:
+      deps.rangeCache ??
+      (config.responseCache.enabled ? createRangeCache(config.responseCache.maxBytes) : undefined),
+  };
 }
 
 /** The routes the facade answers; everything else is 404. */
 export const PATHS = {
   graphql: '/graphql',
-  /** Alive: Yoga's own health check answers 200 here. */
+  /** Yoga's own health check. */
   health: '/health',
   readiness: '/readiness',
   metrics: '/metrics',
 } as const;
 
-/**
- * One named step of the pipeline and the plugins it adds: none where the configuration turns it
- * off.
- */
+/** One named step of the pipeline and its plugins: none where the configuration turns it off. */
 interface Stage {
   readonly name: string;
   readonly plugins: readonly AppPlugin[];
 }
 
-/** Whatever Yoga takes as a plugin of this app: one typed with the context it reads, or a plain one. */
 type AppPlugin = NonNullable<AppOptions['plugins']>[number];
 type AppOptions = YogaServerOptions<ServerContext, RequestContext>;
 
@@ -107,11 +125,8 @@ function stage(name: string, plugins: AppPlugin | AppPlugin[] | false | null | u
 }
 
 /**
- * graphql-jit: each validated document is compiled to a function once, cached per parsed
- * document, so the cache is bounded by Yoga's parse cache. Yoga's own executor runs the rest: a
- * document with @defer or @stream (graphql-jit has no incremental delivery), and one with several
- * operations, since @envelop/graphql-jit caches the operation it compiled first by document alone
- * and would answer that one whatever operationName a later request names.
+ * graphql-jit compiles each document once; Yoga's executor runs @defer and @stream, and documents
+ * of several operations, which @envelop/graphql-jit would answer with the first one it compiled.
  */
 function useJit(): Plugin {
   return useGraphQlJit(
@@ -123,50 +138,35 @@ function useJit(): Plugin {
 }
 
 /**
- * The pipeline, in the order a request meets it. Order matters within a phase: the request log
- * sees every request first; the cheap refusals (CSRF, rate limit, client token) run before the
- * body is read; the document limits run before any resolver or upstream call; compression runs
- * last, since it rebuilds the answer from the headers the others set.
+ * The pipeline, in the order a request meets it: cheap refusals before the body is read, document
+ * limits before any resolver, compression last (CONTRIBUTING.md, "Add a plugin").
  */
-function createPipeline({
-  config,
-  logger = silentLogger(),
-  metrics = createMetrics(),
-  health = createHealth(),
-  rateLimiter,
-  apqStore,
-  responseStore,
-  metricsSource = registrySource(metrics.registry),
-  tracing,
-  rangeCache,
-  credentials = createCredentialPolicy(config),
-}: AppDeps): Stage[] {
+function createPipeline(app: AppParts): Stage[] {
+  const { config, credentials, metrics } = app;
   const { documents, only } = config.persistedDocuments;
   const { acceptsClient } = credentials;
-  // An answer depends on its caller when the caller's credential goes upstream, when callers are
-  // checked (an answer is for token holders only), or when something of theirs is forwarded.
-  const perCaller =
-    credentials.mode === 'forward' ||
-    acceptsClient !== undefined ||
-    config.forwardHeaders.length > 0;
-  const { trustProxy } = config.rateLimit;
   return [
-    // Around the whole request: its log line and metrics, and what every answer's headers say.
-    // The request log first: its onRequest makes the record a batch's operations share.
+    // Around the whole request. The request log first: it makes the record a batch shares.
     stage(
       'requestLog',
       useRequestLog({
-        logger,
+        logger: app.logger,
         metrics,
         probePaths: [PATHS.health, PATHS.readiness, PATHS.metrics],
         trustedOperationNames: documents && operationNames(documents.values()),
       }),
     ),
-    stage('cacheControl', useCacheControl({ perCaller, forwardHeaders: config.forwardHeaders })),
+    stage(
+      'cacheControl',
+      useCacheControl({
+        perCaller: credentials.answerDependsOnCaller,
+        forwardHeaders: config.forwardHeaders,
+      }),
+    ),
     stage('noSniff', useNoSniff()),
     // At request parsing: the routes that are not GraphQL, then refusals before the body is read.
-    stage('metrics', metricsSource && useMetrics(metricsSource, PATHS.metrics)),
-    stage('readiness', useReadiness(health, PATHS.readiness)),
+    stage('metrics', app.metricsSource && useMetrics(app.metricsSource, PATHS.metrics)),
+    stage('readiness', useReadiness(app.health, PATHS.readiness)),
     stage(
       'graphiql',
       config.graphiql && useGraphiQL({ endpoint: PATHS.graphql, title: 'GraphQL facade' }),
@@ -174,87 +174,72 @@ function createPipeline({
     stage('csrf', useCsrfPrevention(createOriginMatcher(config.corsOrigins))),
     stage(
       'rateLimit',
-      rateLimiter && useRateLimit(rateLimiter, { trustProxy, isAccepted: acceptsClient }),
+      app.rateLimiter &&
+        useRateLimit(app.rateLimiter, {
+          trustProxy: config.rateLimit.trustProxy,
+          isAccepted: acceptsClient,
+        }),
     ),
     stage('clientTokens', acceptsClient && useClientTokens(acceptsClient)),
     stage('bodySize', useBodySizeLimit(config.limits.maxBodyBytes)),
     stage('mediaType', useMediaType()),
-    // Once the parameters are read, before parsing: which document runs. A trusted document's id
-    // first; then APQ, unless only trusted documents run.
+    // Once the parameters are read: which document runs, a trusted document's id first.
     stage('trustedDocuments', documents && useTrustedDocuments({ documents, only })),
     stage(
       'apq',
-      config.apq.enabled && useApq(apqStore ?? createMemoryApqStore(config.apq.cacheBytes)),
+      config.apq.enabled && useApq(app.apqStore ?? createMemoryApqStore(config.apq.cacheBytes)),
     ),
-    // Once the document is known: a kept answer for the same caller is the answer, unparsed.
     stage(
       'responseCache',
       config.responseCache.enabled &&
         useResponseCache({
-          store: responseStore ?? createMemoryResponseStore(config.responseCache.maxBytes),
+          store: app.responseStore ?? createMemoryResponseStore(config.responseCache.maxBytes),
           credentials,
         }),
     ),
-    // At parse and validation: depth, tokens, aliases, directives, introspection; the operation
-    // types the schema has (no subscriptions); @defer and @stream, and their rules.
+    // At parse and validation.
     stage('limits', useLimits(config)),
     stage('operationTypes', useOperationTypes()),
     stage('incrementalDelivery', useIncrementalDelivery()),
-    // Before execution: list lengths before anything coerces the variables (the cost does), then
-    // the cost with the variables, which grows with `limit` and `first`.
+    // Before execution: list lengths before the cost coerces the variables.
     stage('listLimits', useListLimits()),
     stage('cost', useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize })),
     stage('jit', useJit()),
-    // After execution: the REST calls behind the answer, in development or for DEBUG_TOKEN.
+    // After execution.
     stage(
       'upstreamCalls',
       useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     ),
-    // The upstream's rate-limit headers, from the calls behind the answer, on the answer.
     stage('upstreamHeaders', useUpstreamHeaders()),
-    // A mutation forgets its caller's kept list ranges; the ranges a query read are shown.
-    stage('rangeCache', rangeCache && useRangeCache(rangeCache)),
-    // A gateway's `extensions.ftv1`, when it sends `apollo-federation-include-trace: ftv1`: such a
-    // request runs over a traced copy of the schema, so after `jit`, whose executor it replaces.
+    stage('rangeCache', app.rangeCache && useRangeCache(app.rangeCache)),
+    // After `jit`: a traced request runs over a traced copy of the schema, replacing its executor.
     stage('federatedTracing', config.federatedTracing && useFederatedTracing()),
-    // Around parse, validate and execute: their spans, under the server span.
-    stage('tracing', tracing && useTracing(tracing, PATHS.graphql)),
-    // Last, around the response.
+    stage('tracing', app.tracing && useTracing(app.tracing, PATHS.graphql)),
+    // Last: it rebuilds the answer from the headers the others set.
     stage('compression', useCompression({ minBytes: 1024 })),
   ];
 }
 
-/** Yoga's options for the app, with the plugins of `pipeline` in order. */
-function appOptions(
-  {
-    config,
-    client,
-    logger,
-    logError = logger ? () => {} : console.error,
-    tracing,
-    metrics,
-    rangeCache,
-    refreshes,
-    credentials,
-  }: AppDeps,
-  pipeline: readonly Stage[],
-): AppOptions {
-  return {
+/** The facade: Yoga running the pipeline. */
+export function createApp(deps: AppDeps) {
+  const app = withDefaults(deps);
+  const { config, metrics } = app;
+  return createYoga<ServerContext, RequestContext>({
     schema,
     context: createContextFactory({
       config,
-      client,
-      tracer: tracing?.tracer,
-      onJoin: metrics && ((route) => metrics.countJoinedCall(route)),
-      onCacheLookup: metrics && ((route, result) => metrics.countCacheLookup(route, result)),
-      ranges: rangeCache,
-      refreshes,
-      credentials,
+      client: app.client,
+      tracer: app.tracing?.tracer,
+      onJoin: (route) => metrics.countJoinedCall(route),
+      onCacheLookup: (route, result) => metrics.countCacheLookup(route, result),
+      ranges: app.rangeCache,
+      refreshes: app.refreshes,
+      credentials: app.credentials,
     }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,
     landingPage: false,
-    logging: yogaLogger(logger ?? silentLogger()),
+    logging: yogaLogger(app.logger),
     // A header the facade forwards is one an allowed page may send.
     cors: corsOptions(
       config.corsOrigins,
@@ -263,41 +248,11 @@ function appOptions(
     ),
     batching: config.limits.batchingLimit > 0 ? { limit: config.limits.batchingLimit } : false,
     ...(config.persistedDocuments.documents ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
-    // Capped by useBodySizeLimit instead: Yoga's cap streams every body through a transform.
+    // useBodySizeLimit caps the body: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
-    plugins: pipeline.flatMap((stage) => stage.plugins),
-    // Served by useGraphiQL, built once; Yoga's own renders the page on every view.
+    plugins: createPipeline(app).flatMap((stage) => stage.plugins),
+    // useGraphiQL serves the page, built once.
     graphiql: false,
-    maskedErrors: {
-      maskError: (error) => maskError(error, logError),
-    },
-  };
-}
-
-/**
- * The parts createApp fills in when not given: one metrics registry for the pipeline and the
- * context's joined calls alike, and the range cache, off with the response cache
- * (RESPONSE_CACHE=false) and bounded like it (RESPONSE_CACHE_BYTES).
- */
-function completeDeps(deps: AppDeps): AppDeps {
-  const metrics = deps.metrics ?? createMetrics();
-  return {
-    ...deps,
-    metrics,
-    refreshes:
-      deps.refreshes ??
-      createRefreshes({ onEnd: (route, outcome) => metrics.countRefresh(route, outcome) }),
-    credentials: deps.credentials ?? createCredentialPolicy(deps.config),
-    rangeCache:
-      deps.rangeCache ??
-      (deps.config.responseCache.enabled
-        ? createRangeCache(deps.config.responseCache.maxBytes)
-        : undefined),
-  };
-}
-
-/** The facade: Yoga running the pipeline. */
-export function createApp(deps: AppDeps) {
-  const complete = completeDeps(deps);
-  return createYoga(appOptions(complete, createPipeline(complete)));
+    maskedErrors: { maskError: (error) => maskError(error, app.logError) },
+  });
 }

@@ -1,6 +1,6 @@
-// The one credential policy (docs/operations.md, "Credentials"): whether the facade's service key
-// or the caller's own credential goes upstream, which callers it accepts, and what else of theirs
-// is passed on. Everything else asks this module rather than deciding for itself.
+// The one credential policy (docs/operations.md#credentials): whether the service key or the
+// caller's own credential goes upstream, which callers are accepted, and what else of theirs is
+// passed on. Everything else asks this module rather than deciding for itself.
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { Settings } from './config/variables.js';
 
@@ -11,7 +11,7 @@ export function bearerToken(authorization: string | null): string | undefined {
   return authorization ? BEARER.exec(authorization)?.[1] : undefined;
 }
 
-/** A short, one-way name for a token: safe to keep as a rate-limit key, never reversible. */
+/** A short, one-way name for a token: safe to keep as a rate-limit key. */
 export function tokenId(token: string): string {
   return hash('sha256', token, 'base64url').slice(0, 22);
 }
@@ -19,9 +19,8 @@ export function tokenId(token: string): string {
 const digest = (value: string) => hash('sha256', value, 'buffer');
 
 /**
- * Whether `token` is one of `accepted`. Comparing fixed-size digests with timingSafeEqual, and
- * always against every accepted token, keeps the answer's timing independent of how much of a
- * guess was right and of which token matched.
+ * Whether a token is one of `accepted`, in a time that tells nothing of how much of a guess was
+ * right or of which token matched: fixed-size digests, each compared.
  */
 export function createTokenMatcher(
   accepted: readonly string[],
@@ -35,36 +34,34 @@ export function createTokenMatcher(
   };
 }
 
-/** What the policy is made of: the configuration's credential settings. */
-export type CredentialSettings = Pick<
+type CredentialSettings = Pick<
   Settings,
   'clientTokens' | 'forwardHeaders' | 'allowAnonymousServiceKey'
 > & { upstream: Pick<Settings['upstream'], 'apiKey'> };
 
 export interface CredentialPolicy {
-  /**
-   * `service-key` (UPSTREAM_API_KEY set): the facade's key acts for every caller, and no caller's
-   * credential goes upstream. `forward`: each caller's Authorization goes upstream as it came.
-   */
+  /** `service-key` (UPSTREAM_API_KEY): the key acts for every caller; `forward`: each its own. */
   readonly mode: 'service-key' | 'forward';
   /**
-   * Where callers are checked (service-key mode with CLIENT_TOKENS): whether a bearer token is one
-   * of CLIENT_TOKENS. A token it accepts is a verified identity, which the rate limit counts on its
-   * own. Undefined where no caller is checked (forward mode, ALLOW_ANONYMOUS_SERVICE_KEY): there
-   * anyone can invent a token, so a token is a claim and never a pass.
+   * Whether a bearer token is one of CLIENT_TOKENS, a verified identity; undefined where no caller
+   * is checked, and anyone can invent a token.
    */
   readonly acceptsClient: ((token: string | undefined) => boolean) | undefined;
-  /** The Authorization an upstream call made for this caller carries: the key's, or the caller's. */
+  /**
+   * An answer depends on its caller when the caller's credential goes upstream, when callers are
+   * checked, or when something of theirs is forwarded.
+   */
+  readonly answerDependsOnCaller: boolean;
+  /** The Authorization an upstream call for this caller carries: the key's, or the caller's. */
   upstreamAuthorization(callerHeaders: Headers): string | undefined;
   /**
-   * The credential the caller presented (its Authorization, as it came), in both modes: what keeps
-   * one caller's joined calls and cached answers from another's, even where the service key makes
-   * their upstream calls alike.
+   * The caller's Authorization as it came, in both modes: it keeps one caller's joined calls and
+   * kept answers from another's.
    */
   callerCredential(callerHeaders: Headers): string | undefined;
-  /** The caller's headers that FORWARD_HEADERS names, as they came; undefined when it names none. */
+  /** The caller's headers that FORWARD_HEADERS names; undefined when it names none. */
   forwardedHeaders(callerHeaders: Headers): Record<string, string> | undefined;
-  /** What the process's own requests to itself (the warm-up's) present to be accepted. */
+  /** What the process's own requests to itself present to be accepted. */
   readonly ownAuthorization: string | undefined;
 }
 
@@ -76,6 +73,7 @@ export function createCredentialPolicy(settings: CredentialSettings): Credential
   return {
     mode: apiKey ? 'service-key' : 'forward',
     acceptsClient: tokens.length > 0 ? createTokenMatcher(tokens) : undefined,
+    answerDependsOnCaller: !apiKey || tokens.length > 0 || names.length > 0,
     upstreamAuthorization: keyAuthorization
       ? () => keyAuthorization
       : (headers) => headers.get('authorization') ?? undefined,
@@ -96,8 +94,7 @@ export function createCredentialPolicy(settings: CredentialSettings): Credential
 /** Why the credential settings cannot run, or undefined; loadConfig refuses to start on one. */
 export function credentialSettingsProblem(settings: CredentialSettings): string | undefined {
   const { apiKey } = settings.upstream;
-  // Without a service key the caller's Authorization goes upstream as it came: it cannot also be
-  // one of the facade's client tokens, so the tokens would silently check nothing.
+  // Without a service key the caller's Authorization goes upstream: the tokens would check nothing.
   if (settings.clientTokens?.length && !apiKey) {
     return "CLIENT_TOKENS: checked only in service-key mode; set UPSTREAM_API_KEY, or unset CLIENT_TOKENS to forward callers' own credentials";
   }
