@@ -93,8 +93,8 @@ const VerifyDomainInput = builder.inputType('VerifyDomainInput', {
   }),
 });
 
-// 401, 403 and 429 are about the caller, not the domain: they stay errors.
-const NOT_AN_ANSWER = new Set([401, 403, 429]);
+/** A 4xx is the upstream's "not verified", except 401, 403 and 429: they are about the caller. */
+const isAnswer = (status = 0) => status >= 400 && status < 500 && ![401, 403, 429].includes(status);
 
 builder.mutationFields((t) => ({
   createDomainVerification: t.field({
@@ -115,14 +115,8 @@ builder.mutationFields((t) => ({
         await ctx.client.send(verifyDomain, { domain: input.domain }, ctx.call);
         return { domain: input.domain, verified: true, message: null };
       } catch (error) {
-        const status = error instanceof UpstreamError ? error.upstream.status : undefined;
-        if (status === undefined || status < 400 || status >= 500 || NOT_AN_ANSWER.has(status))
-          throw error;
-        return {
-          domain: input.domain,
-          verified: false,
-          message: (error as UpstreamError).upstream.message,
-        };
+        if (!(error instanceof UpstreamError && isAnswer(error.upstream.status))) throw error;
+        return { domain: input.domain, verified: false, message: error.upstream.message };
       }
     },
   }),

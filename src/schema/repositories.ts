@@ -107,7 +107,6 @@ const RepositoryPageRef = builder.objectRef<RepositoryPage>('RepositoryPage').im
   }),
 });
 
-/** Limits, offsets and `first`: absent, null or a whole number >= 0. */
 export const nonNegative = z.number().int().min(0, 'must be >= 0').nullish();
 
 /**
