@@ -1,10 +1,8 @@
-// What the memory caches hold, counted as the heap holds it, and how a bound is shared between
-// callers: used by the response store, the kept ranges and APQ, and (the share) by Redis.
+// What the memory caches hold, counted as V8 holds it on 64 bits, and how a bound is shared between
+// callers: docs/caching.md#bounds. The figures are calibrated by bench/bounds.ts; re-measure there
+// before changing one.
 import { LRUCache } from 'lru-cache';
 
-// What the memory stores hold, counted as the heap holds it (V8 on 64 bits, pointers of 8 bytes),
-// calibrated against a forced collection's heap growth (bench/bounds.ts): a bound is a promise
-// about memory, so keys, records and bookkeeping count as much as the text.
 const SLOT = 8;
 const align = (bytes: number) => Math.ceil(bytes / SLOT) * SLOT;
 /** A string: its header, then a byte a character, or two once one is past Latin-1. */
@@ -15,12 +13,12 @@ export const LRU_ENTRY_BYTES = 128;
 /** A Map or Set of a few entries (one more entry is MAP_ENTRY_BYTES). */
 export const MAP_BYTES = 160;
 export const MAP_ENTRY_BYTES = 56;
-/** A key made by slicing another string: the slice, which keeps the whole string alive. */
+/** A key sliced from another string (the slice keeps the whole string alive). */
 export const SLICE_BYTES = 32;
-/** A CachePolicy: a record of a few numbers and its scope (one of two strings every policy shares). */
+/** A CachePolicy: a record of a few numbers, and its scope (a string every policy shares). */
 export const POLICY_BYTES = 64;
 
-/** The slots of an array grown by push, as the decoders grow them: V8 adds half and 16. */
+/** The slots of an array grown by push: V8 adds half and 16. */
 function slots(length: number): number {
   let capacity = 0;
   while (capacity < length) capacity += (capacity >> 1) + 16;
@@ -45,11 +43,7 @@ export function heapBytes(value: unknown): number {
   return bytes;
 }
 
-/**
- * How a memory store splits its `maxBytes`: a sixteenth for its eviction records, the rest for
- * its entries, of which one caller (a session, a credential) may take an eighth of the whole and
- * at least a large answer, so that no caller pushes out what every other relies on.
- */
+/** A memory store's `maxBytes`: a sixteenth for eviction records, the rest for entries. */
 export function memoryBounds(maxBytes: number) {
   const records = Math.floor(maxBytes / 16);
   const entries = maxBytes - records;
@@ -60,8 +54,7 @@ export function memoryBounds(maxBytes: number) {
 export const callerShare = (bound: number, room = bound) =>
   Math.min(room, Math.max(Math.floor(bound / 8), 1024 * 1024));
 
-// How long an eviction is remembered: longer than a read runs. A read that runs longer is refused
-// all the same, once the record has gone (see createEvictions).
+// Longer than a read runs: a read that runs longer is refused once its record has gone.
 const EVICTION_TTL_MS = 60_000;
 const EVICTION_RECORD_BYTES = LRU_ENTRY_BYTES + 16 + 16;
 
@@ -69,21 +62,20 @@ const EVICTION_RECORD_BYTES = LRU_ENTRY_BYTES + 16 + 16;
 export interface Evictions {
   /** Notes that every entry kept under `key` was forgotten now. */
   record(key: string): void;
-  /** Whether a read that began at `since` (ms) may be kept under `key`: no eviction since. */
+  /** Whether a read that began at `since` (ms) may be kept under `key`. */
   allows(key: string, since: number): boolean;
 }
 
 /**
- * Eviction records within `maxBytes`, each for EVICTION_TTL_MS. A record that goes (expired or
- * pushed out) leaves its time behind: a read that began before the newest such time is refused
- * for every key, since whether its own caller was evicted is no longer known.
+ * Eviction records within `maxBytes`. A record that goes (expired or pushed out) leaves its time
+ * behind: a read that began before it is refused for every key.
  */
 export function createEvictions(maxBytes: number): Evictions {
   let forgotten = Number.NEGATIVE_INFINITY;
   const records = new LRUCache<string, number>({
     maxSize: Math.max(1, maxBytes),
     ttl: EVICTION_TTL_MS,
-    // Checked against the clock on every look-up, rather than with a timer per look-up.
+    // Checked against the clock on every look-up, rather than with a timer per record.
     ttlResolution: 0,
     sizeCalculation: (_at, key) => stringBytes(key) + EVICTION_RECORD_BYTES,
     dispose: (at, _key, reason) => {

@@ -1,7 +1,5 @@
-// The cache policy of one executed operation: the strictest of what its fields declare. A field
-// that reads the upstream has its call's policy (src/cache/policy.ts); a field may also
-// carry a static `@cacheControl(maxAge, scope)` in the schema, the form Apollo Server and Yoga's
-// response cache read. Nothing declared means nothing kept.
+// The cache policy of one executed operation, the strictest of what its fields declare; nothing
+// declared keeps nothing: docs/caching.md#where-a-fields-policy-comes-from.
 import {
   type DocumentNode,
   type GraphQLCompositeType,
@@ -62,10 +60,7 @@ export function cacheControlHint(element: Annotated): CachePolicy | undefined {
 
 const hintsByDocument = new WeakMap<DocumentNode, CachePolicy | null>();
 
-/**
- * The strictest static hint of the fields a document selects (and of the types they return), or
- * undefined when it selects none that carries one. Computed once per parsed document.
- */
+/** The strictest hint of the fields a document selects and of the types they return. */
 export function staticHint(schema: GraphQLSchema, document: DocumentNode): CachePolicy | undefined {
   const known = hintsByDocument.get(document);
   if (known !== undefined) return known ?? undefined;
@@ -93,21 +88,18 @@ export function staticHint(schema: GraphQLSchema, document: DocumentNode): Cache
 export interface ExecutedOperation {
   operation: OperationDefinitionNode['operation'] | undefined;
   hasErrors: boolean;
-  /** The operation's static hint (staticHint). */
   hint: CachePolicy | undefined;
   /** Its upstream calls, every attempt. */
   calls: readonly CompletedCall[];
-  /** The lifetimes left of the kept list ranges it read instead of calling (src/cache/ranges.ts). */
+  /** The lifetimes left of the kept ranges it read instead of calling. */
   cached?: ReadonlyArray<{ policy: CachePolicy }> | undefined;
   /** A field read something with no policy of its own (a DNS look-up). */
   readUnhinted: boolean;
 }
 
 /**
- * The policy of one executed operation: `no-store` for anything but a query, for errors (which a
- * partial answer carries too), and when any read has no policy and no static hint covers it (a
- * static hint on a field stands for the reads beneath it); else the strictest of the hints and the
- * reads' own policies. An operation that declares nothing and reads nothing keeps nothing either.
+ * `no-store` for anything but a query without errors, and for a read with no policy unless a
+ * static hint stands for it; else the strictest of the hint and the reads' policies.
  */
 export function operationPolicy(executed: ExecutedOperation): CachePolicy {
   if (executed.operation !== 'query' || executed.hasErrors) return NO_STORE;

@@ -1,24 +1,19 @@
-// What an upstream answer says about how long it may be kept (RFC 9111), reduced to the one shape
-// the facade reasons with: a lifetime and whether it belongs to one caller. Shared by the answer's
-// Cache-Control (src/cache/use-cache-control.ts), the response cache and any later cache of pages.
+// How long an upstream answer may be kept, and for whom (RFC 9111):
+// docs/caching.md#where-a-fields-policy-comes-from.
 
 /** How long an answer may be kept, in whole seconds, and for whom. maxAge 0: not kept at all. */
 export interface CachePolicy {
   /** What the facade and other shared caches may keep it: `s-maxage`, else `max-age`. */
   readonly maxAge: number;
-  /**
-   * What browsers and other private caches may keep it, when the upstream's `s-maxage` made it
-   * differ from `maxAge` (RFC 9111 §5.2.2.10: `s-maxage` is for shared caches only).
-   */
+  /** What browsers may keep it, when an `s-maxage` made it differ from `maxAge`. */
   readonly privateMaxAge?: number | undefined;
   readonly scope: 'PUBLIC' | 'PRIVATE';
-  /** RFC 5861: past `maxAge`, how long a kept answer still answers while one call refreshes it. */
+  /** RFC 5861's windows past `maxAge` (docs/caching.md#stale-answers). */
   readonly staleWhileRevalidate?: number | undefined;
-  /** RFC 5861: past `maxAge`, how long a kept answer answers a read whose call failed. */
   readonly staleIfError?: number | undefined;
 }
 
-/** The operator's stale windows for a route, used where the upstream's answer names none. */
+/** The operator's stale windows for a route, where the upstream's answer names none. */
 export interface StaleDefaults {
   staleWhileRevalidate?: number | undefined;
   staleIfError?: number | undefined;
@@ -28,13 +23,9 @@ export interface StaleDefaults {
 export const staleWindow = (policy: CachePolicy) =>
   Math.max(policy.staleWhileRevalidate ?? 0, policy.staleIfError ?? 0);
 
-/** The lifetime a browser may keep an answer of this policy. */
 export const privateMaxAge = (policy: CachePolicy) => policy.privateMaxAge ?? policy.maxAge;
 
-/**
- * A kept policy `elapsedMs` after it was kept: its lifetimes less the time kept (whole seconds,
- * the private one never below 0).
- */
+/** A policy `elapsedMs` after it was kept: whole seconds left, the private one never below 0. */
 export function aged(policy: CachePolicy, elapsedMs: number): CachePolicy {
   const elapsed = Math.max(0, elapsedMs) / 1000;
   const maxAge = Math.floor(policy.maxAge - elapsed);
@@ -43,7 +34,7 @@ export function aged(policy: CachePolicy, elapsedMs: number): CachePolicy {
   return { maxAge, privateMaxAge: left, scope: policy.scope };
 }
 
-/** Kept by no one: what a field with no policy, an error or a mutation makes the answer. */
+/** Kept by no one. */
 export const NO_STORE: CachePolicy = Object.freeze({ maxAge: 0, scope: 'PRIVATE' });
 
 /** The headers of an upstream answer that decide its policy, as undici gives them. */
@@ -58,7 +49,7 @@ export interface FreshnessHeaders {
 const join = (value: string | string[] | undefined) =>
   Array.isArray(value) ? value.join(',') : value;
 
-/** Directive name (lower case) -> its value ('' when it has none), of a Cache-Control header. */
+/** A Cache-Control header's directives, lower-cased, each to its value ('' when it has none). */
 function directives(header: string): Map<string, string> {
   const found = new Map<string, string>();
   for (const part of header.split(',')) {
@@ -81,17 +72,9 @@ const seconds = (value: string | undefined): number | undefined =>
   value !== undefined && /^\d+$/.test(value) ? Math.min(Number(value), 2 ** 31 - 1) : undefined;
 
 /**
- * The policy an upstream answer declares, or undefined when it declares none (then the operator's
- * per-route setting applies). `no-store`, `no-cache` (which asks for a revalidation the facade does
- * not make) and a `Vary` naming anything but what the keys of the facade's caches hold (`keyed`:
- * the credential and the forwarded headers; `*` included) keep nothing: an answer that varies on
- * the request id or the trace context would be served to callers it was not made for. A header
- * the upstream was not sent is the same (absent) for every caller.
- * The facade is a shared cache to the upstream: it keeps an answer for `s-maxage` when given,
- * and says `max-age` (or `Expires`, taken against the answer's `Date`; one that is not a date has
- * already passed, §5.3) to browsers. `Age` is what the answer has already
- * lived in caches before it. `private` keeps its lifetime: the facade's cache is keyed by the
- * credential the answer was made for; `private` with no lifetime keeps nothing.
+ * The policy an upstream answer declares, or undefined when it declares none. A `Vary` on anything
+ * `keyed` does not accept keeps nothing: it would serve callers the answer was not made for.
+ * The rules: docs/caching.md#where-a-fields-policy-comes-from.
  */
 export function parseCachePolicy(
   headers: FreshnessHeaders,
@@ -119,8 +102,7 @@ export function parseCachePolicy(
     return found.has('private') ? NO_STORE : undefined;
   const age = seconds(join(headers.age)) ?? 0;
   const left = (value: number) => Math.max(0, value - age);
-  // A browser gets no lifetime the upstream did not give it: none when it said s-maxage alone.
-  // A private answer is kept per caller, as a browser would keep it: s-maxage says nothing of it.
+  // Browsers get no lifetime the upstream did not give them; s-maxage says nothing of a private one.
   if (scope === 'PRIVATE' && lifetime === undefined) return NO_STORE;
   const policy: CachePolicy =
     scope === 'PRIVATE' || shared === undefined || shared === lifetime
@@ -133,9 +115,8 @@ export function parseCachePolicy(
 }
 
 /**
- * What a read's completed attempts say of keeping its answer: the strictest policy of those that
- * succeeded (a failed attempt that a retry made good says nothing of the answer), and whether one
- * of them had none.
+ * The strictest policy of a read's successful attempts (a failed one says nothing of the answer),
+ * and whether one of them had none.
  */
 export function readsPolicy(
   calls: Iterable<{ outcome: number | string; cachePolicy?: CachePolicy | undefined }>,
@@ -150,10 +131,7 @@ export function readsPolicy(
   return { policy, unpoliced };
 }
 
-/**
- * `policy` with the stale windows of `stale` it does not name itself (the upstream's own win);
- * none on a policy that keeps nothing.
- */
+/** `policy` with the stale windows of `stale` it does not name itself; none on NO_STORE. */
 export function withStale(policy: CachePolicy, stale: StaleDefaults | undefined): CachePolicy {
   if (policy === NO_STORE || !stale) return policy;
   const staleWhileRevalidate = policy.staleWhileRevalidate ?? stale.staleWhileRevalidate;
@@ -167,8 +145,7 @@ export function withStale(policy: CachePolicy, stale: StaleDefaults | undefined)
 
 /** The stricter of two policies: the shorter lifetime, private if either is. */
 export function strictest(a: CachePolicy, b: CachePolicy): CachePolicy {
-  if (a.maxAge === 0) return NO_STORE;
-  if (b.maxAge === 0) return NO_STORE;
+  if (a.maxAge === 0 || b.maxAge === 0) return NO_STORE;
   const maxAge = Math.min(a.maxAge, b.maxAge);
   const scope = a.scope === 'PRIVATE' || b.scope === 'PRIVATE' ? 'PRIVATE' : 'PUBLIC';
   // A window one part lacks is a window the whole lacks.
