@@ -1,5 +1,4 @@
-// What several HTTP plugins negotiate or write the same way: the content encoding, Vary, and
-// the headers of every answer.
+// What several HTTP plugins negotiate or write the same way.
 
 export type Encoding = 'br' | 'gzip' | 'identity';
 
@@ -17,10 +16,8 @@ export function chooseEncoding(acceptEncoding: string | null): Encoding {
 }
 
 /**
- * Adds `names` to a response's Vary, each once and only if not listed already, in one `set`,
- * never `append`: whatwg-node keeps a response's headers as the plain object Yoga built them in until something
- * appends or deletes, and only then sends them with one `writeHead` call; an append makes it build
- * a Map and set every header one by one, on every answer (docs/performance.md).
+ * Adds each of `names` not listed yet to Vary, in one `set`, never `append`: an append makes
+ * whatwg-node rebuild every header of the answer one by one (docs/performance.md).
  */
 export function addVary(headers: Headers, ...names: string[]): void {
   const vary = headers.get('vary');
@@ -35,8 +32,5 @@ export function addVary(headers: Headers, ...names: string[]): void {
   if (added.length > 0) headers.set('vary', (vary ? [vary, ...added] : added).join(', '));
 }
 
-/**
- * On every answer, the facade's own ports included: a browser then reads an answer only as the
- * type it declares, so one that quotes a caller's text is never run as a script or a page.
- */
+/** On every answer, the metrics port's too: one that quotes a caller is never run as a page. */
 export const NO_SNIFF = { 'x-content-type-options': 'nosniff' } as const;

@@ -1,25 +1,21 @@
 import { connect } from 'node:net';
 
 export interface Health {
-  /** Set on SIGTERM: /readiness answers 503 so load balancers stop sending new requests. */
+  /** On SIGTERM: /readiness answers 503 so load balancers stop sending new requests. */
   startDraining(): void;
   readonly draining: boolean;
   /** Ready to serve: not draining and, when configured, the upstream accepts connections. */
   ready(): Promise<boolean>;
-  /**
-   * What readiness reports beside its status, of what the process does without when it fails:
-   * Redis, when configured. It never makes the process unready.
-   */
+  /** Redis's state, when configured: it never makes the process unready. */
   report(): { redis?: 'available' | 'unavailable' };
 }
 
 export interface HealthOptions {
-  /** When set, readiness also needs a TCP connection to this URL's host and port to succeed. */
+  /** When set, readiness also needs a TCP connection to this URL's host and port. */
   probeUrl?: string | undefined;
   probeTimeoutMs?: number;
   /** One more condition, e.g. that every worker of the cluster is ready. */
   gate?: (() => boolean) | undefined;
-  /** The Redis connection (src/redis.ts), when REDIS_URL is set. */
   redis?: { readonly available: boolean } | undefined;
 }
 

@@ -7,9 +7,9 @@ const tooLarge = (limit: number) =>
   });
 
 /** Deeper than any input the schema declares; recursive code past it would run out of stack. */
-export const MAX_VALUE_DEPTH = 64;
+const MAX_VALUE_DEPTH = 64;
 
-/** The first top-level entry of `record` nested deeper than MAX_VALUE_DEPTH, walked without recursion. */
+/** The first top-level entry nested deeper than MAX_VALUE_DEPTH, walked without recursion. */
 function tooDeep(record: unknown): string | undefined {
   if (typeof record !== 'object' || record === null) return undefined;
   for (const [name, value] of Object.entries(record)) {
@@ -25,14 +25,12 @@ function tooDeep(record: unknown): string | undefined {
 }
 
 /**
- * The request body cap. Yoga's own (`maxRequestBodySize`) pipes every body through a
- * TransformStream, a cost on every request (docs/performance.md). A body with a valid
- * Content-Length cannot be longer than it says (Node's HTTP parser frames it), so only a chunked
- * body, which has none, is counted as it streams.
+ * MAX_BODY_BYTES. Not Yoga's `maxRequestBodySize`, which pipes every body through a counter
+ * (docs/performance.md): Node frames a body by its Content-Length, so only a chunked one is.
  */
 export function useBodySizeLimit(limit: number): Plugin {
   return {
-    // Before anything hashes, logs or coerces them: the response cache's key is their JSON.
+    // Before anything hashes, logs or coerces them.
     onParams({ params }) {
       for (const part of ['variables', 'extensions'] as const) {
         const name = tooDeep(params[part]);
@@ -47,7 +45,7 @@ export function useBodySizeLimit(limit: number): Plugin {
     onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
       const length = request.headers.get('content-length');
       if (length !== null) {
-        // One plain number only: "10, 20" or "-1" are smuggling attempts, not lengths.
+        // "10, 20" or "-1" are smuggling attempts, not lengths.
         if (!/^\d+$/.test(length)) {
           throw new FacadeError('BAD_USER_INPUT', 'Content-Length header is invalid', {
             http: { status: 400 },

@@ -11,39 +11,19 @@ const gzipAsync = promisify(gzip);
 /** The page in each encoding, each with its own ETag: they are different representations. */
 type Page = Record<Encoding, { etag: string; body: ArrayBuffer }>;
 
-/**
- * GraphiQL's tabs are framer-motion reorder items, and on a first visit some are left with a
- * stale drag offset that GraphiQL's stylesheet hides only until the tab has focus: pressing the
- * mouse on a tab focuses it, the tab jumps away from the pointer, and the click is lost. Tabs stay
- * where they are laid out; dragging still reorders them, without the tab following the pointer.
- * A stylesheet of the page, not an edit of GraphiQL; the focus-bound rule it overrides is the same in
- * the GraphiQL Yoga bundles (5.2.0) and in graphiql 5.4.0 (@graphiql/react 0.39.1).
- */
+// A focused GraphiQL tab can jump to a stale drag offset away from the pointer, losing the click:
+// tabs stay where they are laid out (dragging still reorders them).
 const TAB_FIX = '<style>.graphiql-tab{transform:none!important}</style>';
 
-/**
- * GraphiQL sends the operation name it last worked out for the editor, and works it out only
- * after the editor's change handler runs: a run right after switching tabs sends the previous
- * tab's name with this tab's document, and the page's fetcher fails with "Cannot infer operation".
- * The fix sends that name only when it is a word of the document being sent; otherwise none, so a
- * one-operation document runs as is. It edits GraphiQL's minified run action (`f`: the name the
- * user picked, `c`: the name worked out, `E`: the document): `patchGraphiQL` throws when the text
- * is not found, and the graphiql test fails on an upgrade that changes it.
- * No option of GraphiQL or Yoga avoids it (a fixed `operationName` prop is sent as is, and `''`
- * matches no operation), no page script can (Yoga's fetcher resolves the operation from the
- * name before it fetches, so the error is raised before any request) and no release fixes it: `run` sends the debounced name in the GraphiQL
- * Yoga bundles (5.2.0), in graphiql 5.4.0 (@graphiql/react 0.39.1) and on GraphiQL's v6 branch
- * (graphql/graphiql#1807).
- * Drop the edit once @graphql-yoga/render-graphiql bundles a GraphiQL that works the name out
- * from the document it sends.
- */
+// GraphiQL's run sends the operation name of the previous tab (graphql/graphiql#1807): the edit of
+// its minified run action (`c`: that name, `E`: the document) sends it only when the document has
+// it. Drop it once render-graphiql's GraphiQL is fixed; an upgrade that moves the text fails here.
 const OPERATION_NAME_FIX = {
   find: 'operationName:f??c}',
   replace: 'operationName:f??(c&&E.split(/[^_0-9A-Za-z]+/).includes(c)?c:void 0)}',
 };
 
-/** GraphiQL's page with the two fixes above. */
-export function patchGraphiQL(html: string): string {
+function patchGraphiQL(html: string): string {
   const at = html.indexOf(OPERATION_NAME_FIX.find);
   if (at === -1 || html.indexOf(OPERATION_NAME_FIX.find, at + 1) !== -1) {
     throw new Error('GraphiQL run action not found once: review OPERATION_NAME_FIX');
@@ -53,7 +33,7 @@ export function patchGraphiQL(html: string): string {
     .replace('</head>', `${TAB_FIX}</head>`);
 }
 
-/** Whether an If-None-Match header names `etag` (weak comparison, as RFC 9110 asks for here). */
+/** Weak comparison, as RFC 9110 asks for If-None-Match. */
 function matches(ifNoneMatch: string | null, etag: string): boolean {
   if (ifNoneMatch === null) return false;
   return ifNoneMatch
@@ -67,19 +47,14 @@ const bytes = (buffer: Buffer): ArrayBuffer =>
   buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength) as ArrayBuffer;
 
 export interface GraphiQLOptions {
-  /** The GraphQL endpoint GraphiQL is served at (and its trailing-slash twin). */
+  /** Served there and at its trailing-slash twin. */
   endpoint: string;
   title: string;
 }
 
 /**
- * GraphiQL, built once and served from memory: the page inlines the whole GraphiQL bundle, so
- * rendering and compressing it per view would make every page view cost the server what a
- * thousand queries do. It is rendered on the first view (an API-only replica never holds it),
- * compressed off the event loop, and answered with an ETag, so a reload is a 304. The page holds
- * nobody's data, which is why it may be served before any client check. A GET that carries a
- * `query` gets the page too: GraphiQL keeps the operation being edited in the address bar, so a
- * reload carries one, and an HTML answer is all a browser asking for text/html can use.
+ * Built on the first view and kept, pre-compressed, with an ETag (docs/performance.md). It holds
+ * nobody's data, so it comes before any client check; a GET with a `query` (a reload) gets it too.
  */
 export function useGraphiQL({ endpoint, title }: GraphiQLOptions): Plugin {
   let page: Promise<Page> | undefined;

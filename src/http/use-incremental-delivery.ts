@@ -19,19 +19,13 @@ function acceptsParts(accept: string | null): boolean {
 }
 
 /**
- * `@defer` and `@stream` (Yoga's plugin: the two directives and their validation rules). An
- * operation that uses one is answered as `multipart/mixed` or `text/event-stream` when the
- * client's Accept lists one of them (or there is no Accept), and refused with 406 before execution
- * otherwise, since a single JSON answer cannot carry later parts; operations without them are
- * answered as before. Yoga's own executor runs them: graphql-jit has no incremental delivery
- * (app.ts skips it for documents that usesIncrementalDelivery finds).
+ * Yoga's `@defer` and `@stream`, refused with 406 before execution when Accept allows no answer in
+ * parts (docs/operations.md#incremental-delivery-defer-and-stream).
  */
 export function useIncrementalDelivery(): Plugin[] {
   return [
     useDeferStream() as Plugin,
     {
-      // Before execution: Yoga would run the operation (a mutation included) and only then find
-      // that its parts cannot be sent in the type the client accepts.
       onExecute({ args }) {
         const { request } = args.contextValue;
         if (!usesIncrementalDelivery(args.document) || acceptsParts(request.headers.get('accept')))

@@ -9,10 +9,7 @@ const ANSWER_TYPES = [
   'multipart/mixed',
 ].map((type) => type.split('/'));
 
-/**
- * Yoga's own reading of Accept (no header is any type; only UTF-8): whether one of the types it
- * lists is one the facade can answer in.
- */
+/** Accept read as Yoga reads it: no header is any type, and only UTF-8. */
 function acceptsAnAnswer(accept: string | null): boolean {
   if (!accept) return true;
   for (const part of accept.replace(/\s/g, '').toLowerCase().split(',')) {
@@ -27,18 +24,14 @@ function acceptsAnAnswer(accept: string | null): boolean {
 }
 
 /**
- * Content negotiation, settled before anything runs and refused the way every other refusal is,
- * with a GraphQL error body that repeats nothing of the request's headers:
- * - an Accept that no answer satisfies is 406 here, instead of Yoga's empty 406 after execution
- *   (a mutation would have run, and its result been thrown away);
- * - a body no request parser reads (XML, text/plain) is 415 instead of Yoga's empty 415.
- * Must come after every plugin that registers a request parser.
+ * 406 and 415 before anything runs, with an error body, where Yoga answers them empty and its 406
+ * after execution. After every plugin that registers a request parser.
  */
 export function useMediaType(): Plugin {
   return {
     onRequestParse({ request, requestParser, endResponse, fetchAPI }) {
       if (!acceptsAnAnswer(request.headers.get('accept'))) {
-        // The one answer the client did not ask for: there is no type it would accept.
+        // In a type the client did not ask for: there is none it would accept.
         const body = JSON.stringify({
           errors: [
             {

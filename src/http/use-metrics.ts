@@ -11,7 +11,7 @@ export const registrySource =
   (registry: Registry): MetricsSource =>
   async () => ({ text: await registry.metrics(), contentType: registry.contentType });
 
-/** Serves the metrics as Prometheus text at `path`; answered before any GraphQL work. */
+/** Answered before any GraphQL work. */
 export function useMetrics(source: MetricsSource, path: string): Plugin {
   return {
     onRequest({ url, endResponse, fetchAPI }) {
@@ -23,7 +23,7 @@ export function useMetrics(source: MetricsSource, path: string): Plugin {
   };
 }
 
-/** The same answer on a port of its own (METRICS_PORT): `GET path`, and 404 for anything else. */
+/** The same on METRICS_PORT: `GET path`, and 404 for anything else. */
 export function metricsListener(source: MetricsSource, path: string): RequestListener {
   return (request, response) => {
     const { pathname } = new URL(request.url ?? '/', 'http://localhost');

@@ -1,10 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
 import { NO_SNIFF } from './headers.js';
 
-/**
- * `X-Content-Type-Options: nosniff` on every answer, whichever stage wrote it (a route, a refusal,
- * a kept answer): whatwg-node runs every onResponse hook for answers ended early too.
- */
+/** On every answer: whatwg-node runs onResponse for answers ended early too. */
 export function useNoSniff(): Plugin {
   return {
     onResponse({ response }) {

@@ -2,13 +2,8 @@ import type { Plugin } from 'graphql-yoga';
 import type { Health } from './health.js';
 
 /**
- * Answers `path` with 200 when ready, 503 when not, in a small JSON body with the state of what
- * the process does without (`{"ready":true,"redis":"unavailable"}`); while draining it marks
- * every answer `Connection: close`, so keep-alive clients reconnect elsewhere and the server can
- * finish closing instead of waiting on their idle sockets.
- *
- * Not Yoga's useReadinessCheck: it matches a URLPattern (a polyfill on Node 20) against the URL of
- * every request, not only the probe's.
+ * Draining marks every answer `Connection: close`, so keep-alive clients reconnect elsewhere. Not
+ * Yoga's useReadinessCheck: it matches a URLPattern against every request's URL.
  */
 export function useReadiness(health: Health, path: string): Plugin {
   return {

@@ -4,7 +4,6 @@ import { parseRetryAfter } from '../errors.js';
 import { requestState } from '../request-state.js';
 import type { CompletedCall } from '../upstream/client.js';
 
-/** Of two values of one header, the stricter. */
 type Stricter = (kept: string, next: string) => string;
 
 const asNumber = (value: string) => (value.trim() === '' ? Number.NaN : Number(value));
@@ -22,28 +21,25 @@ const smallest = numeric((next, kept) => next < kept);
 const largest = numeric((next, kept) => next > kept);
 const first: Stricter = (kept) => kept;
 
-/**
- * The rule for a name: the longest wait, the least left, the latest reset, the lowest limit, the
- * most used. A name none of these fits (an operator's own) keeps the first call's value.
- */
 function stricterOf(name: string): Stricter {
   if (name === 'retry-after' || name.endsWith('-reset') || name.endsWith('-used')) return largest;
   if (name.endsWith('-remaining') || name.endsWith('-limit')) return smallest;
   return first;
 }
 
-/** The IETF structured fields, passed back as a pair from one call so that they agree. */
+/** The IETF fields, passed back as a pair from one call so that they agree. */
 const PAIR = new Set(['ratelimit', 'ratelimit-policy']);
 
 interface Pair {
-  /** The least `r` of the RateLimit field's items; a field without one ranks below any that has. */
   remaining: number;
   fields: Record<string, string>;
 }
 
-/** The least remaining quota a RateLimit field states (`r=`, or the drafts' `remaining=`). */
+/**
+ * The least `r=` (or the drafts' `remaining=`) a RateLimit field states; a field without one ranks
+ * below any that has, and no field (a lone RateLimit-Policy) last.
+ */
 function remainingOf(field: string | undefined): number {
-  // No RateLimit at all (a lone RateLimit-Policy) ranks last.
   if (field === undefined) return Number.POSITIVE_INFINITY;
   let least = Number.MAX_VALUE;
   for (const match of field.matchAll(/(?:^|[;,\s])(?:r|remaining)=(\d+)/g)) {
@@ -53,18 +49,8 @@ function remainingOf(field: string | undefined): number {
 }
 
 /**
- * What an answer passes back of the upstream's headers, from the calls of all its operations (a
- * batch's together), each merged to its strictest:
- *
- * - `Retry-After`: the longest wait, as seconds (an HTTP date read against now), bounded as
- *   `extensions.retryAfter` is;
- * - `*-remaining` and `*-limit`: the smallest; `*-reset` and `*-used`: the largest;
- * - `RateLimit` and `RateLimit-Policy`: both from the one call whose `RateLimit` has the least
- *   remaining (`r`), so that the limit and its policy describe the same quota;
- * - any other allowed name: the first value seen.
- *
- * Of a retried call, only its last attempt counts: it is the upstream's latest word on that call,
- * and a 429 that a retry got past asks the caller for no wait. Undefined when no call brought any.
+ * Each header of the calls of all operations, merged to its strictest, a retried call by its last
+ * attempt (docs/upstream.md#passed-back-to-the-caller). Undefined when no call brought any.
  */
 export function strictestHeaders(
   operations: Iterable<readonly CompletedCall[]>,
@@ -98,11 +84,8 @@ export function strictestHeaders(
 }
 
 /**
- * Passes the upstream's rate-limit headers (and UPSTREAM_RESPONSE_HEADERS) back on the answer, so
- * a caller learns of the upstream's limits as Hive Gateway's `propagateHeaders` would tell it. Only
- * this request's own calls count, joined ones included (it waited on them); an answer the response
- * cache kept made no call and passes nothing back. Before compression, which rebuilds the answer
- * from its headers.
+ * Passes the upstream's rate-limit headers (and UPSTREAM_RESPONSE_HEADERS) back, from this
+ * request's own calls. Before compression, which rebuilds the answer from its headers.
  */
 export function useUpstreamHeaders(): Plugin<Context, ServerContext> {
   return {
@@ -118,8 +101,7 @@ export function useUpstreamHeaders(): Plugin<Context, ServerContext> {
       const passed = operations && strictestHeaders(operations);
       if (!passed) return;
       const { headers } = response;
-      // The facade's own limit wins: a header it already set on this answer stays, and the IETF
-      // pair goes back only whole, never beside the facade's own RateLimit or RateLimit-Policy.
+      // The facade's own headers win, and the IETF pair goes back only whole.
       const ownPair = headers.has('ratelimit') || headers.has('ratelimit-policy');
       const exposed = headers.get('access-control-expose-headers');
       const added: string[] = [];
