@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Repository, RepositoryList } from '../upstream/repository-list.js';
+import type { RepositoryList } from '../upstream/repository-list.js';
 import { builder } from './builder.js';
 import { pageListSize, UPSTREAM_CALL_WEIGHT } from './cost.js';
 import { checkPageSize, nonNegative, RepositoryRef } from './repositories.js';
@@ -8,17 +8,6 @@ import { fieldPath } from './selection.js';
 // The relay plugin builds the types; the field and its cursors (base64url offsets) are ours: its
 // `t.connection` adds `last` and `before`, and its offset resolver clamps `first`, asks for one
 // more item and fails bad input without BAD_USER_INPUT.
-
-interface RepositoryConnection {
-  edges: { cursor: string; node: Repository }[];
-  pageInfo: {
-    hasNextPage: boolean;
-    hasPreviousPage: boolean;
-    startCursor: string | null;
-    endCursor: string | null;
-  };
-  totalCount: number;
-}
 
 const RepositoryConnectionRef = builder.connectionObject(
   {
@@ -31,7 +20,7 @@ const RepositoryConnectionRef = builder.connectionObject(
       totalCount: t.int({
         description: 'How many repositories there are in all.',
         // The plugin types the parent as its own shape, which has no totalCount.
-        resolve: (connection) => (connection as RepositoryConnection).totalCount,
+        resolve: (connection) => (connection as ReturnType<typeof toConnection>).totalCount,
       }),
     }),
   },
@@ -42,15 +31,12 @@ const RepositoryConnectionRef = builder.connectionObject(
   },
 );
 
-const CURSOR_PREFIX = 'repositories:';
 const encodeCursor = (offset: number) =>
-  Buffer.from(`${CURSOR_PREFIX}${offset}`).toString('base64url');
+  Buffer.from(`repositories:${offset}`).toString('base64url');
 const cursorOffset = (cursor: string) => {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const digits = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : '';
-  return /^\d{1,15}$/.test(digits) && encodeCursor(Number(digits)) === cursor
-    ? Number(digits)
-    : null;
+  const digits = /^repositories:(\d{1,15})$/.exec(text)?.[1];
+  return digits !== undefined && encodeCursor(Number(digits)) === cursor ? Number(digits) : null;
 };
 
 const DEFAULT_FIRST = 20;
@@ -89,7 +75,7 @@ builder.queryFields((t) => ({
   }),
 }));
 
-function toConnection(page: RepositoryList, offset: number): RepositoryConnection {
+function toConnection(page: RepositoryList, offset: number) {
   const edges = page.repositories.map((node, index) => ({
     cursor: encodeCursor(offset + index),
     node,
