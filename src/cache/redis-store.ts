@@ -4,19 +4,16 @@ import type { RedisConnection } from '../redis.js';
 import { callerShare } from './heap.js';
 import type { CachePolicy } from './policy.js';
 import {
+  agedAnswer,
   createMemoryResponseStore,
-  keeping,
+  policyToKeep,
   type ResponseStore,
-  served,
   sessionOf,
 } from './response-store.js';
 
-// The response cache's key space in Redis. Each answer is one key, `SET … PX` its max-age, its
-// value a header line (the version, when its execution began, its policy) and its text. A
-// mutation's eviction is one key per session, the time it happened, outliving every answer kept
-// before it: an answer whose execution began at or before it is a miss. The bound's count is an
-// index of the answers (their sizes, and their expiry in a sorted set) and each session's bytes;
-// one script changes them with the answers, so that the count matches what Redis holds.
+// The response cache's key space in Redis (docs/caching.md#where-answers-are-kept): one key per
+// answer, `R2 <since> <policy>` then its text; one eviction key per session; and the index that
+// counts the bound, changed only by the scripts, with the answers, so that it matches Redis.
 const PREFIX = 'graphql-facade:response:';
 const EVICTED_PREFIX = 'graphql-facade:response-evicted:';
 const INDEX_KEYS = [
@@ -27,20 +24,16 @@ const INDEX_KEYS = [
 ];
 const HEADER = /^R2 (\d+) (\{.*\})$/;
 
-// What Redis spends on an answer beyond its text, its key and the index's two copies of its name
-// (the keys' and the index's allocations, the expiry), and on a session's count beyond its name,
-// as INFO memory's used_memory grows: counted too, so that small answers cannot fill a multiple
-// of the bound.
+// What used_memory grows by beyond the strings counted, per answer and per session: counted, so
+// that small answers cannot fill a multiple of the bound.
 const ENTRY_OVERHEAD_BYTES = 300;
 const SESSION_OVERHEAD_BYTES = 64;
 
-// Expired answers taken out of the count per write, and answers evicted for room: enough to keep
-// up with any rate of writes, few enough that one script never holds Redis for long. An answer
-// that needs more room than that is not kept this time.
+// Answers purged or evicted per write at most: no script holds Redis for long; an answer that
+// needs more room is not kept this time.
 const PURGE_PER_WRITE = 100;
 
-// How long an eviction is remembered at least: longer than a read runs. A read that runs longer is
-// not kept, since an eviction during it may be forgotten already.
+// How long an eviction is remembered at least; a read that runs longer is not kept.
 const READ_MS = 60_000;
 
 // KEYS: answer, its session's eviction. Returns [value, ms left, evicted at or ''] or nil.
@@ -127,7 +120,7 @@ redis.call('SET', KEYS[2], at, 'PX', ttl)
 return 1
 `;
 
-// The scripts defineCommand adds to the client, declared to TypeScript as ioredis's example does.
+// The scripts defineCommand adds, declared as ioredis's example does.
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     facadeResponseGet(
@@ -158,15 +151,9 @@ function parse(value: string): { since: number; policy: CachePolicy; text: strin
 }
 
 /**
- * Answers in Redis, shared by every replica, on the process's one connection (src/redis.ts). Each
- * answer expires with its own lifetime, and the response cache's own key space is bounded by
- * `redisBytes` as Redis's memory grows, the soonest to expire out first, one session to a share
- * of it: a flood of distinct queries can only evict kept answers, never crowd out the rate limit's
- * counters or APQ on the same Redis. No script walks what a caller kept: a mutation's eviction is
- * one key, and the count is kept up by a bounded purge on each write.
- * Redis failing or slow is never the request's failure: a read that fails or times out is a miss
- * (then the memory kept meanwhile), a write that fails is kept in memory, an eviction that fails
- * leaves the answers to their expiry.
+ * Answers in Redis, shared by every replica, bounded by `redisBytes`. No script walks what a
+ * session kept. Redis failing is never the request's failure: a read or a write falls back to
+ * memory, an eviction is left to the answers' expiry.
  */
 export function createRedisResponseStore(
   redis: RedisConnection,
@@ -181,7 +168,7 @@ export function createRedisResponseStore(
     kind: 'redis',
     empty: false,
     async set(key, answer, since) {
-      const policy = keeping(answer);
+      const policy = policyToKeep(answer);
       if (!policy || Date.now() - since > READ_MS) return;
       const session = sessionOf(key);
       const value = `R2 ${since} ${JSON.stringify(policy)}\n${JSON.stringify(answer.result)}`;
@@ -220,11 +207,11 @@ export function createRedisResponseStore(
       if (!found) return null;
       const [value, msLeft, evicted] = found;
       const kept = parse(value);
-      // Anything else was not written by this version: a miss, replaced when it is kept again.
+      // Not written by this version: a miss, replaced when it is kept again.
       if (!kept || (evicted !== '' && Number(evicted) >= kept.since)) return null;
       const { data, extensions } = JSON.parse(kept.text) as ExecutionResult;
       const elapsed = kept.policy.maxAge * 1000 - Number(msLeft);
-      return served(kept.text, extensions, kept.policy, elapsed, data);
+      return agedAnswer(kept.text, extensions, kept.policy, elapsed, data);
     },
     async evictSession(session) {
       memory.evictSession(session);

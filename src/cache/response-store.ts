@@ -1,7 +1,5 @@
-// Where the response cache keeps answers: bounded in bytes in memory, or in Redis on the
-// process's one connection (src/cache/redis-store.ts). Every key is
-// `<session>:<operation>`, the session a hash of what shapes the answer's upstream calls
-// (src/cache/use-response-cache.ts), so that a mutation can evict its caller's answers.
+// Where the response cache keeps answers: docs/caching.md#where-answers-are-kept. Every key is
+// `<session>:<operation>`, so that a mutation can evict its session's answers.
 import type { ExecutionResult } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import {
@@ -17,7 +15,7 @@ import {
 } from './heap.js';
 import { aged, type CachePolicy } from './policy.js';
 
-/** An executed answer and the policy it may be kept with (src/cache/hints.ts). */
+/** An executed answer and the policy it may be kept with. */
 export interface Answer {
   result: ExecutionResult;
   policy?: CachePolicy | undefined;
@@ -25,14 +23,13 @@ export interface Answer {
 
 export interface ResponseStore {
   readonly kind: 'memory' | 'redis';
-  /** Holds nothing for sure (then a lookup is skipped, and with it hashing the key). */
+  /** Holds nothing for sure: the look-up, and hashing its key, are skipped. */
   readonly empty: boolean;
   /** The answer kept under `key` with the lifetime it has left, or null; never rejects. */
   get(key: string): KeptAnswer | null | Promise<KeptAnswer | null>;
   /**
-   * Keeps the answer's result for what its policy allows, unless its session was evicted at or
-   * after `since` (ms, when its execution began): a read in flight across its caller's mutation is
-   * not kept. Never rejects.
+   * Keeps the answer for what its policy allows, unless its session was evicted at or after
+   * `since` (ms, when its execution began). Never rejects.
    */
   set(key: string, answer: Answer, since: number): void | Promise<void>;
   /** Forgets every answer kept for `session`; never rejects. */
@@ -42,22 +39,20 @@ export interface ResponseStore {
 export const sessionOf = (key: string) => key.slice(0, key.indexOf(':'));
 
 /** The policy an answer is kept with, if it may be kept at all. */
-export function keeping({ result, policy }: Answer): CachePolicy | undefined {
+export function policyToKeep({ result, policy }: Answer): CachePolicy | undefined {
   if (!policy || policy.maxAge < 1 || result.errors?.length) return undefined;
   return policy;
 }
 
 /**
- * A kept answer as it is served: the text it was kept as, its extensions and the lifetime it has
- * left. Yoga writes an answer that has a `stringify` with it (called unbound) rather than
- * serialising it again, so its data is parsed from the text only when something reads it.
- * Whatever adds to a kept answer builds a new one without it (src/cache/use-response-cache.ts).
+ * A kept answer as it is served. Yoga writes the text its `stringify` (called unbound) returns, so
+ * whatever adds to a kept answer must build a new one without it; `data` is parsed when read.
  */
 export class KeptAnswer implements ExecutionResult {
   readonly extensions: ExecutionResult['extensions'];
   readonly stringify: () => string;
   readonly #text: string;
-  // Private, as the text is: no spread or serialisation of the answer ever shows it.
+  // Private, so that no spread or serialisation of the answer shows it.
   readonly #policy: CachePolicy;
   #data: ExecutionResult['data'];
   constructor(
@@ -82,11 +77,8 @@ export class KeptAnswer implements ExecutionResult {
   }
 }
 
-/**
- * What a kept answer is served as `elapsedMs` after it was kept, with the lifetimes it has left
- * (whole seconds); null once less than a second is left.
- */
-export function served(
+/** A kept answer `elapsedMs` after it was kept; null once less than a second is left. */
+export function agedAnswer(
   text: string,
   extensions: ExecutionResult['extensions'],
   policy: CachePolicy,
@@ -99,35 +91,27 @@ export function served(
 
 interface Kept {
   text: string;
-  /** A copy of the answer's extensions, which Yoga reads on every answer it writes. */
+  /** A copy: Yoga reads the extensions on every answer it writes. */
   extensions: ExecutionResult['extensions'];
   policy: CachePolicy;
   keptAt: number;
   bytes: number;
 }
 
-/** One session's answers by operation, oldest first, and the bytes they and the session hold. */
+/** One session's answers by operation, oldest first, and the bytes they hold. */
 interface Session {
   answers: Map<string, Kept>;
   bytes: number;
 }
 
-// The answer's record, its keptAt, its policy, its entry in its session's map and its operation's
-// slice of the key; a session's record, map, key (a slice of its first answer's) and entry in the
-// cache.
+// Count every field the records hold (docs/caching.md#bounds): an answer's record, keptAt, policy,
+// map entry and operation (a slice of its key); a session's record, map, key and lru-cache entry.
 const KEPT_BYTES = 64 + 16 + POLICY_BYTES + MAP_ENTRY_BYTES + SLICE_BYTES;
 const SESSION_BYTES = 40 + MAP_BYTES + SLICE_BYTES + LRU_ENTRY_BYTES;
 
 /**
- * Answers in this process's memory, bounded by what they hold in the heap (text, extensions,
- * keys, records; RESPONSE_CACHE_BYTES): one answer may be a few hundred bytes or several
- * megabytes, so a count bounds nothing. Kept per session, so that a mutation evicts its caller's
- * answers at once: the sessions least recently used go first, and one session keeps no more than
- * its share (its own oldest answers go first). A kept answer is its JSON text, taken when it is
- * kept and never changed; each hit is served from it.
- *
- * The plugin's invalidation by type and id has nothing to find here: no mutation returns a type a
- * query does. A mutation evicts its caller's answers instead (evictSession).
+ * Answers in this process's memory, per session, bounded by the heap they hold (text, extensions,
+ * keys, records), never by a count; one session keeps at most its share.
  */
 export function createMemoryResponseStore(maxBytes: number): ResponseStore {
   const { records, entries, share } = memoryBounds(maxBytes);
@@ -137,8 +121,7 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
     sizeCalculation: (session) => session.bytes,
   });
   const operationOf = (key: string, session: string) => key.slice(session.length + 1);
-  // lru-cache sizes a value when it is set, and again only when another value replaces it: a
-  // session that changed is set again as a new record of the same answers.
+  // lru-cache sizes a value only when it is set: a changed session is set again as a new record.
   const resize = (name: string, answers: Map<string, Kept>, bytes: number) => {
     if (answers.size === 0) sessions.delete(name);
     else sessions.set(name, { answers, bytes });
@@ -149,7 +132,7 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
       return sessions.size === 0;
     },
     set(key, answer, since) {
-      const policy = keeping(answer);
+      const policy = policyToKeep(answer);
       if (!policy) return;
       const data = answer.result;
       const name = sessionOf(key);
@@ -190,13 +173,13 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
       const operation = operationOf(key, name);
       const kept = session?.answers.get(operation);
       if (!session || !kept) return null;
-      const answer = served(kept.text, kept.extensions, kept.policy, Date.now() - kept.keptAt);
+      const answer = agedAnswer(kept.text, kept.extensions, kept.policy, Date.now() - kept.keptAt);
       session.answers.delete(operation);
       if (!answer) {
         resize(name, session.answers, session.bytes - kept.bytes);
         return null;
       }
-      // The most recently used last: past its share, a session loses its oldest first.
+      // Most recently used last: past its share, a session loses its oldest first.
       session.answers.set(operation, kept);
       return answer;
     },
