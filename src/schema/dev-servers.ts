@@ -121,10 +121,8 @@ const RequestDevServerInput = builder.inputType('RequestDevServerInput', {
   }),
 });
 
-type Input = typeof RequestDevServerInput.$inferInput;
-
 /** Keeps absent, null and empty apart: only the keys the client gave are sent. */
-function toWireRequest(input: Input): WireDevServerRequest {
+function toWireRequest(input: typeof RequestDevServerInput.$inferInput): WireDevServerRequest {
   const { envVars, repoId, ...rest } = input;
   const body: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(rest)) if (value !== undefined) body[key] = value;
