@@ -1,6 +1,6 @@
 import { GraphQLError, type GraphQLErrorOptions } from 'graphql';
 
-/** The codes of the contract's error table; `extensions.code` is always one of these. */
+/** The codes of the error table (docs/operations.md#errors); `extensions.code` is one of them. */
 export const ERROR_CODES = [
   'BAD_USER_INPUT',
   'UNAUTHENTICATED',
@@ -23,16 +23,13 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 
 const CONTRACT_CODES = new Set<unknown>(ERROR_CODES);
 
-/** What the client may see of an upstream failure: its status (absent for transport failures) and message. */
-export interface UpstreamDetails {
+/** What the client sees of an upstream failure; no status for a transport failure. */
+interface UpstreamDetails {
   status?: number;
   message: string;
 }
 
-/**
- * Base of every expected error. Extending GraphQLError is what lets these pass Yoga's masking
- * untouched, while anything else is masked to a generic INTERNAL_SERVER_ERROR.
- */
+/** Every expected error: a GraphQLError, so it passes Yoga's masking (see maskError). */
 export class FacadeError extends GraphQLError {
   readonly code: ErrorCode;
 
@@ -40,7 +37,7 @@ export class FacadeError extends GraphQLError {
     code: ErrorCode,
     message: string,
     extensions: Record<string, unknown> = {},
-    /** Where in the document, for errors found before execution (a limit, say). */
+    /** Where in the document, for an error found before execution. */
     options: Pick<GraphQLErrorOptions, 'nodes' | 'source' | 'positions'> = {},
   ) {
     super(message, { ...options, extensions: { code, ...extensions } });
@@ -55,11 +52,9 @@ export function truncate(text: string, max: number): string {
     : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
-// graphql-js and Yoga quote a caller's values in their messages (a variable's value, a parameter's
-// name): each quoted part is cut, and the message as a whole, so an answer cannot be made to
-// carry back megabytes of what was sent.
+// An answer must not carry back megabytes of what was sent: a quoted part of a message (graphql-js
+// and Yoga quote the caller's values) keeps 64 characters, the message 1,000.
 const MAX_MESSAGE = 1_000;
-// Keeps the first 64 characters of a quoted part.
 const LONG_QUOTED = /"((?:[^"\\]|\\.){64})(?:[^"\\]|\\.)+"/g;
 
 /** A message fit to return or log when parts of it may be the caller's. */
@@ -72,7 +67,7 @@ export interface InputIssue {
   message: string;
 }
 
-// Enough to fix a request; a list of thousands of bad items must not answer with one issue each.
+// A list of thousands of bad items must not answer with one issue each.
 const MAX_ISSUES = 10;
 
 /** The facade's own validation failed; nothing was sent upstream. */
@@ -92,12 +87,12 @@ export class BadUserInputError extends FacadeError {
   }
 }
 
-/** An error caused by the upstream (its answer, its absence or its shape). */
+/** An error caused by the upstream: its answer, its absence or its shape. */
 export class UpstreamError extends FacadeError {
   readonly upstream: UpstreamDetails;
-  /** The GraphQL client went away: nobody reads this, and it says nothing of the upstream. */
+  /** The caller went away: this says nothing of the upstream. */
   cancelled = false;
-  /** The connection failed whatever the status said (an answer cut off): the upstream is unwell. */
+  /** The connection failed whatever the status said (an answer cut off). */
   transportFault = false;
 
   constructor(
@@ -111,10 +106,7 @@ export class UpstreamError extends FacadeError {
   }
 }
 
-/**
- * The request would cause more upstream calls than MAX_UPSTREAM_CALLS; this field was not fetched
- * (or not finished), and no call was spent on it past the budget.
- */
+/** The request would pass MAX_UPSTREAM_CALLS: this field was not fetched, or not finished. */
 export class UpstreamBudgetError extends FacadeError {
   constructor(budget: number) {
     super(
@@ -124,38 +116,35 @@ export class UpstreamBudgetError extends FacadeError {
   }
 }
 
-/**
- * A persisted document (an APQ hash, a trusted-document id) the facade does not know. HTTP 200,
- * as Apollo's protocol has it: clients read the code from the body and resend the document.
- */
+/** An unknown APQ hash or trusted-document id: HTTP 200, as clients of APQ expect. */
 export function persistedQueryNotFound(): FacadeError {
   return new FacadeError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound', {
     http: { status: 200 },
   });
 }
 
-/** The one status -> code table of the contract. */
+const CODE_FOR_STATUS: Readonly<Record<number, ErrorCode>> = {
+  400: 'BAD_USER_INPUT',
+  422: 'BAD_USER_INPUT',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  408: 'UPSTREAM_TIMEOUT',
+  429: 'RATE_LIMITED',
+};
+
+/**
+ * The one status -> code table: any other 4xx is the upstream refusing the facade, like a 5xx;
+ * a 1xx or 3xx is a bad answer (redirects are not followed).
+ */
 export function codeForStatus(status: number): ErrorCode {
-  if (status === 400 || status === 422) return 'BAD_USER_INPUT';
-  if (status === 401) return 'UNAUTHENTICATED';
-  if (status === 403) return 'FORBIDDEN';
-  if (status === 404) return 'NOT_FOUND';
-  if (status === 429) return 'RATE_LIMITED';
-  if (status === 408) return 'UPSTREAM_TIMEOUT';
-  // Other 4xx (405, 409, 413, ...) are not the caller's input as far as the contract can tell: the
-  // upstream refused the facade's request, which is an upstream error like a 5xx.
-  if (status >= 400) return 'UPSTREAM_ERROR';
-  // 1xx/3xx where JSON was expected: redirects are not followed on purpose.
-  return 'UPSTREAM_BAD_RESPONSE';
+  return CODE_FOR_STATUS[status] ?? (status >= 400 ? 'UPSTREAM_ERROR' : 'UPSTREAM_BAD_RESPONSE');
 }
 
 /** The longest Retry-After passed on to clients and honoured by the retry sleep, in seconds. */
 export const MAX_RETRY_AFTER_S = 3600;
 
-/**
- * Parses Retry-After (seconds or an HTTP date) into whole seconds, if present, at most
- * MAX_RETRY_AFTER_S: an upstream's far-future date must not become a client's wait of years.
- */
+/** Retry-After (seconds or an HTTP date) in whole seconds, at most MAX_RETRY_AFTER_S. */
 export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
   if (!value) return undefined;
   const trimmed = value.trim();
@@ -179,7 +168,7 @@ export function upstreamHttpError(
   );
 }
 
-/** Turns a validation path such as ['input', 'ports', 1, 'port'] into `input.ports[1].port`. */
+/** ['input', 'ports', 1, 'port'] -> `input.ports[1].port`. */
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   let out = '';
   for (const key of path) {
@@ -189,40 +178,35 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   return out;
 }
 
-/** graphql-js's error, recognised by name: a second copy of graphql (ESM and CJS) fails instanceof. */
+/** By name: an error of a second copy of graphql (ESM and CJS) fails instanceof. */
 function isGraphQLError(error: unknown): error is GraphQLError {
   return error instanceof Error && error.name === 'GraphQLError';
 }
 
 /**
- * Yoga's masking: our coded errors and graphql-js's own pre-execution errors (bad variables) pass;
- * anything else is reported through `log` and reaches the client as a generic
- * INTERNAL_SERVER_ERROR, without its message or stack.
+ * Yoga's masking: coded errors and graphql-js's pre-execution errors pass, with one of the table's
+ * codes; anything else is logged and reaches the client as INTERNAL_SERVER_ERROR, nothing more.
  */
 export function maskError(error: unknown, log: (error: unknown) => void): Error {
   if (isGraphQLError(error)) {
-    // Ours: it carries its code (and, when located, its path).
     if (error instanceof FacadeError || error.originalError instanceof FacadeError) return error;
     const fromGraphql = !error.originalError || isGraphQLError(error.originalError);
     if (fromGraphql && error.path === undefined) {
       const message = boundMessage(error.message);
       if (error.extensions) {
         const extensions = error.extensions as Record<string, unknown>;
-        // Yoga attaches the JSON parser's own error, which quotes the body it could not parse.
+        // The JSON parser's error quotes the body; Yoga keys its 400 to it, so keep that status.
         if ('originalError' in extensions) {
           delete extensions.originalError;
-          // Yoga keys the 400 of an unparsable body to that error; without it, a client
-          // accepting application/json would get 200 for a request the server could not read.
           const http = extensions.http as { spec?: boolean } | undefined;
           if (http) http.spec = false;
         }
-        // Yoga's own request errors carry codes of their own (REQUEST_ENTITY_TOO_LARGE,
-        // BAD_REQUEST); the contract promises one of its codes, and these are about the request.
+        // Yoga's own request errors (REQUEST_ENTITY_TOO_LARGE, BAD_REQUEST) are about the request.
         if (!CONTRACT_CODES.has(extensions.code)) extensions.code = 'BAD_USER_INPUT';
         error.message = message;
         return error;
       }
-      // graphql-jit's variable errors carry no extensions object at all: build the coded copy.
+      // graphql-jit's variable errors carry no extensions at all.
       return new FacadeError(
         'BAD_USER_INPUT',
         message,
