@@ -24,7 +24,7 @@ export class CircuitOpenError extends UpstreamError {
   }
 }
 
-/** The circuit's states as the metrics name them. */
+/** As the metrics name them. */
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
 export interface Breaker {
@@ -32,9 +32,8 @@ export interface Breaker {
 }
 
 /**
- * One circuit (cockatiel): after `threshold` consecutive faults, calls fail fast for `cooldownMs`
- * instead of piling up; then one trial call decides whether it closes again. `attempt` must throw
- * coded UpstreamErrors: anything else passes through the circuit unseen.
+ * One circuit (docs/upstream.md#timeouts-retries-and-the-breaker). `attempt` must throw coded
+ * UpstreamErrors: anything else passes through the circuit unseen.
  */
 export function createBreaker(
   threshold: number,
@@ -43,8 +42,8 @@ export function createBreaker(
 ): Breaker {
   if (threshold <= 0) return { run: (attempt) => attempt() };
   const policy = circuitBreaker(
-    // The trial call of a half-open circuit whose client went away proved nothing: the circuit
-    // stays open rather than closing on no evidence (cockatiel closes on an unhandled error).
+    // A half-open trial whose client went away proved nothing: it must not close the circuit
+    // (cockatiel closes on an error it does not handle).
     handleWhen(
       (error) =>
         isUpstreamFault(error) ||
@@ -67,17 +66,11 @@ export function createBreaker(
   };
 }
 
-/** Circuits by upstream operation. */
 export interface RouteBreakers {
   run<T>(route: string, attempt: () => Promise<T>): Promise<T>;
 }
 
-/**
- * One circuit per route (method and path template), as gateways keep one per subgraph: an
- * operation that keeps failing (a machine pool out of capacity, say) says nothing of the others,
- * and pausing every route for it would fail callers the upstream could serve. The routes are the
- * client's own fixed few, so the map stays small.
- */
+/** One circuit per route: a route that keeps failing says nothing of the others. */
 export function createRouteBreakers(
   threshold: number,
   cooldownMs: number,
@@ -88,11 +81,7 @@ export function createRouteBreakers(
     run(route, attempt) {
       let circuit = circuits.get(route);
       if (!circuit) {
-        circuit = createBreaker(
-          threshold,
-          cooldownMs,
-          onChange && ((state) => onChange(state, route)),
-        );
+        circuit = createBreaker(threshold, cooldownMs, onChange && ((s) => onChange(s, route)));
         circuits.set(route, circuit);
       }
       return circuit.run(attempt);

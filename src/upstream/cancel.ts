@@ -1,16 +1,14 @@
 import { EventEmitter } from 'node:events';
 
-/** What tells a deadline from a client that left: an AbortSignal, or a CallCancel. */
+/** An AbortSignal or a CallCancel: its reason tells a deadline from a client that left. */
 export interface Cancellation {
   readonly aborted: boolean;
   readonly reason?: unknown;
 }
 
 /**
- * The cancellation of one upstream call: its deadline passed, or the GraphQL client went away.
- * Shaped as undici also accepts a `signal` (an EventEmitter with `aborted` and `reason`) rather
- * than an AbortController: undici's EventTarget listeners are a large share of a small call's CPU,
- * EventEmitter listeners next to nothing (docs/performance.md).
+ * One call's deadline or client gone, as an EventEmitter undici accepts as a `signal`: an
+ * AbortSignal's listeners cost far more (docs/performance.md#what-was-tried).
  */
 export class CallCancel extends EventEmitter implements Cancellation {
   aborted = false;

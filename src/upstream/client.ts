@@ -40,15 +40,13 @@ import type { Decoder } from './wire.js';
 
 type UpstreamSettings = Config['upstream'];
 
-/** The upstream settings of config.ts (timeouts, pool, retries, breaker, key) and the wiring. */
 export interface UpstreamClientOptions extends UpstreamSettings {
-  /** Base URL without a trailing slash; a path prefix is kept. */
+  /** A path prefix is kept. */
   baseUrl: string;
   /** Tests replace the pool with a MockAgent for faults a real server cannot produce. */
   dispatcher?: Dispatcher;
-  /** Told of every upstream attempt, for metrics and request logs. */
+  /** Told of every attempt, for metrics and request logs. */
   onCall?: (call: CompletedCall) => void;
-  /** Told of every change of a route's circuit breaker, for metrics. */
   onBreakerChange?: (state: BreakerState, route: string) => void;
   /** Set when spans are exported: one client span per attempt. */
   tracer?: Tracer | undefined;
@@ -56,88 +54,65 @@ export interface UpstreamClientOptions extends UpstreamSettings {
 
 export interface CompletedCall {
   route: string;
-  /**
-   * HTTP status, the error code of a transport failure, or `cancelled` when the GraphQL client
-   * went away first (which says nothing of the upstream).
-   */
+  /** The HTTP status, a transport failure's code, or `cancelled`: the client went away first. */
   outcome: number | ErrorCode | 'cancelled';
   durationMs: number;
   requestId?: string | undefined;
-  /** The logical call this attempt belongs to: its retries share the number (per client). */
+  /** Shared by the retries of one logical call (per client). */
   callId: number;
-  /** 1 for the first try of a logical call, 2 for its first retry, ... */
+  /** 1 for the first try, 2 for the first retry, ... */
   attempt: number;
-  /** The resolver calls (loader keys) this call answered; more than one when pages were shared. */
+  /** The resolver calls (loader keys) this call answered. */
   callers: number;
-  /** What each of those callers was, when the request asked to see its upstream calls. */
+  /** Their field paths, when the request shows its upstream calls. */
   fields?: readonly string[] | undefined;
-  /** Another request's call this request joined (src/cache/join.ts), under its request id. */
+  /** Another request's call this one joined (src/cache/join.ts). */
   joined?: boolean | undefined;
-  /**
-   * Of a read that succeeded: how long its answer may be kept (the upstream's Cache-Control or
-   * Expires, else UPSTREAM_CACHE_MAX_AGE for its route); undefined when neither says.
-   */
+  /** Of a read that succeeded (docs/caching.md#where-a-fields-policy-comes-from). */
   cachePolicy?: CachePolicy | undefined;
-  /**
-   * The answer's headers that go back to the caller (src/upstream/response-headers.ts), by
-   * lower-case name; undefined when it had none of them.
-   */
+  /** The answer's headers that go back to the caller, by lower-case name; undefined: none. */
   passedBack?: Readonly<Record<string, string>> | undefined;
 }
 
 /** What one GraphQL request brings to its upstream calls. */
 export interface CallContext {
-  /** The Authorization header to send: the credential policy's (src/credentials.ts), as given. */
+  /** The Authorization header to send, as the credential policy (src/credentials.ts) gave it. */
   authorization?: string | undefined;
-  /**
-   * The caller's own credential (src/credentials.ts), never sent: calls of two callers are never
-   * joined, even when the service key sends them alike.
-   */
+  /** The caller's own credential, never sent: two callers' calls are never joined. */
   caller?: string | undefined;
   requestId?: string | undefined;
   /** Aborted when the GraphQL client goes away. */
   signal?: AbortSignal | undefined;
-  /** Counts this request's upstream calls, for its log line. */
   onCall?: ((call: CompletedCall) => void) | undefined;
-  /** What this request (or this piece of it) may still call; each logical call takes one unit. */
+  /** Each logical call takes one unit, its retries included. */
   budget?: CallBudget | undefined;
-  /** The caller's W3C trace context, carried to every upstream call. */
   trace?: TraceContext | undefined;
-  /** The caller's headers named by FORWARD_HEADERS, passed on as they came. */
+  /** The caller's headers named by FORWARD_HEADERS, as they came. */
   forwarded?: Readonly<Record<string, string>> | undefined;
-  /** How many resolver calls this call serves (a loader's merged or de-duplicated keys); default 1. */
+  /** How many resolver calls this call serves; default 1. */
   callers?: number | undefined;
-  /** The fields behind those callers, when the request shows its upstream calls. */
   fields?: readonly string[] | undefined;
   /** The request shows its upstream calls (`extensions.upstreamCalls`): field paths are kept. */
   showCalls?: boolean | undefined;
 }
 
-/**
- * What the client sends alike on every call of a route, so an answer may vary on it: with the
- * credential and the forwarded headers, what a cache key holds (a `Vary` naming anything else
- * keeps nothing; src/cache/policy.ts).
- */
+/** Sent alike on every call of a route: an answer may vary on them and still be kept. */
 const SAME_FOR_EVERY_CALL = new Set(['accept', 'accept-encoding', 'content-type']);
 
 /** One call as it goes on the wire, built once for all its attempts. */
 interface Outgoing<Out> {
   method: Endpoint<unknown, Out>['method'];
-  /** Method and path template: the route's name in metrics and spans, and its circuit's key. */
+  /** Method and path template, never values: a metrics label, a span name, a circuit's key. */
   route: string;
-  /** The path template under the base URL's prefix, for spans. */
+  /** The path template under the base URL's prefix. */
   template: string;
-  /** The path to request: the template under the prefix, filled, with the query string. */
+  /** The template under the prefix, filled, with the query string. */
   path: string;
   body: string | null;
   decode: Decoder<Out> | null;
 }
 
-/**
- * The one HTTP client to the upstream: it sends any route of endpoints.ts through `send`, over a
- * keep-alive undici pool, with a deadline per call, a cap on answer size, retries for the reads
- * that declare them, a circuit per route, and the contract's status -> code mapping.
- */
+/** Sends any route of endpoints.ts (docs/upstream.md#timeouts-retries-and-the-breaker). */
 export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #dispatcher: Dispatcher;
@@ -146,11 +121,9 @@ export class UpstreamClient {
   readonly #breakers: RouteBreakers;
   readonly #server: { address: string; port: number };
   readonly #redact: Redact;
-  /** UPSTREAM_CACHE_MAX_AGE by route (`GET /git/v1/repo`). */
+  /** By route (`GET /git/v1/repo`). */
   readonly #maxAge: ReadonlyMap<string, CachePolicy>;
-  /** UPSTREAM_STALE_WHILE_REVALIDATE and UPSTREAM_STALE_IF_ERROR by route. */
   readonly #stale = new Map<string, StaleDefaults>();
-  /** The response headers passed back to the caller: the built-in and UPSTREAM_RESPONSE_HEADERS. */
   readonly #passedBack: ReadonlySet<string>;
   #calls = 0;
 
@@ -163,7 +136,6 @@ export class UpstreamClient {
     };
     this.#origin = url.origin;
     this.#prefix = url.pathname.replace(/\/+$/, '');
-    // Of the facade's secrets, the key is the one the upstream is sent and so may quote back.
     this.#redact = createRedact([options.apiKey]);
     this.#passedBack = new Set(passedBackNames(options.responseHeaders));
     this.#maxAge = new Map(
@@ -193,31 +165,24 @@ export class UpstreamClient {
   }
 
   /**
-   * Calls one route of endpoints.ts with `input` and resolves with its decoded answer; every
-   * failure is a coded UpstreamError (src/errors.ts), or UpstreamBudgetError past the budget. One
-   * logical call: its retries are part of it, for the budget and the deadline alike.
+   * Every failure is a coded UpstreamError, or UpstreamBudgetError past the budget. Retries are
+   * part of the one logical call, for the budget and the deadline alike.
    */
   async send<In, Out>(endpoint: Endpoint<In, Out>, input: In, call: CallContext): Promise<Out> {
-    // A path value refused is the caller's error, and costs no unit of the budget.
+    // First: a path value refused is the caller's error, and costs no unit of the budget.
     const request = this.#outgoing(endpoint, input);
-    // Past the budget no call starts, and its retries are part of it.
     call.budget?.take();
     const timeoutMs = this.#options[endpoint.timeout];
     const deadline = Date.now() + timeoutMs;
-    // One cancellation per call for both the deadline and the client going away.
     const cancel = new CallCancel();
     const timer = setTimeout(() => cancel.abort(new DeadlineError()), timeoutMs);
     const onClientGone = () => cancel.abort(call.signal?.reason);
     if (call.signal?.aborted) onClientGone();
     else call.signal?.addEventListener('abort', onClientGone, { once: true });
-    // A write is never repeated behind the caller's back (the Endpoint type allows no retry).
     const attempts = endpoint.retry ? this.#options.retries + 1 : 1;
     const callId = ++this.#calls;
-    // Retries and the deadline are this loop, not cockatiel's retry() and timeout() (the breaker
-    // is cockatiel's): cockatiel's wait between attempts ignores the abort signal, so a client that
-    // leaves during a Retry-After wait would be held to the wait's end, which then starts one more
-    // (cancelled) attempt; its backoff and filter cannot see the call's deadline; and its timeout
-    // gives undici an AbortSignal per call, the listeners that CallCancel avoids.
+    // Not cockatiel's retry() and timeout(): its wait ignores the abort signal, its backoff cannot
+    // see the deadline, and its timeout adds an AbortSignal per call (cancel.ts).
     try {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -247,8 +212,6 @@ export class UpstreamClient {
     const body = endpoint.body?.(input);
     return {
       method: endpoint.method,
-      // The route names the endpoint, never its path values or query string (a metrics label, a
-      // span name and the circuit breaker's key).
       route: `${endpoint.method} ${endpoint.path}`,
       template,
       path: endpoint.query ? path + queryString(endpoint.query(input)) : path,
@@ -267,14 +230,22 @@ export class UpstreamClient {
     call: CallContext,
     cancel: CallCancel,
     timeoutMs: number,
-    { callId, attempt }: { callId: number; attempt: number },
+    ids: { callId: number; attempt: number },
   ): Promise<T> {
     const started = performance.now();
-    const span = this.#options.tracer && this.#startSpan(request, call, attempt);
-    let outcome: CompletedCall['outcome'] = 'UPSTREAM_UNAVAILABLE';
-    let cachePolicy: CachePolicy | undefined;
-    let passedBack: CompletedCall['passedBack'];
+    const span = this.#options.tracer && this.#startSpan(request, call, ids.attempt);
     const sent = this.#headers(request, call, span);
+    const completed: CompletedCall = {
+      route: request.route,
+      outcome: 'UPSTREAM_UNAVAILABLE',
+      durationMs: 0,
+      requestId: call.requestId,
+      ...ids,
+      callers: call.callers ?? 1,
+      fields: call.fields,
+      cachePolicy: undefined,
+      passedBack: undefined,
+    };
     try {
       const response = await this.#dispatcher.request({
         origin: this.#origin,
@@ -286,16 +257,9 @@ export class UpstreamClient {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
-      outcome = response.statusCode;
-      passedBack = pickHeaders(response.headers, this.#passedBack);
-      // The size cap is undici's own (maxResponseSize): it refuses a large Content-Length up
-      // front and counts the bytes of a body without one.
-      const text = await response.body.text().catch((error: unknown) => {
-        const code = (error as { code?: string } | undefined)?.code;
-        if (cancel.aborted || isTooLarge(error) || code === 'UND_ERR_BODY_TIMEOUT') throw error;
-        // Headers came, the body did not finish: the answer was cut off, not refused.
-        throw cutOff(response.statusCode);
-      });
+      completed.outcome = response.statusCode;
+      completed.passedBack = pickHeaders(response.headers, this.#passedBack);
+      const text = await readBody(response, cancel);
       if (response.statusCode < 200 || response.statusCode >= 300) {
         throw upstreamHttpError(
           response.statusCode,
@@ -304,51 +268,43 @@ export class UpstreamClient {
         );
       }
       // Only a read's answer can be kept; a write's is one caller's outcome, once.
-      if (request.method === 'GET') {
-        // A header it was not sent is one every caller's call lacks alike.
-        const keyed = (header: string) =>
-          !Object.hasOwn(sent, header) ||
-          SAME_FOR_EVERY_CALL.has(header) ||
-          header === 'authorization' ||
-          (call.forwarded !== undefined && Object.hasOwn(call.forwarded, header));
-        const declared =
-          parseCachePolicy(response.headers as FreshnessHeaders, Date.now(), keyed) ??
-          this.#maxAge.get(request.route);
-        cachePolicy = declared && withStale(declared, this.#stale.get(request.route));
-      }
-      // A route whose answer is not specified: any 2xx is the answer, whatever it holds.
+      if (request.method === 'GET')
+        completed.cachePolicy = this.#cachePolicy(request.route, call, sent, response.headers);
       if (request.decode === null) return undefined as T;
       return parseBody(text, request.decode, response.statusCode, this.#redact);
     } catch (error) {
       if (isDefect(error, cancel)) throw error;
       const failure = toUpstreamError(error, cancel, timeoutMs);
-      if (failure.cancelled) outcome = 'cancelled';
-      else if (failure.upstream.status === undefined) outcome = failure.code;
+      if (failure.cancelled) completed.outcome = 'cancelled';
+      else if (failure.upstream.status === undefined) completed.outcome = failure.code;
       throw failure;
     } finally {
-      const completed: CompletedCall = {
-        route: request.route,
-        outcome,
-        durationMs: performance.now() - started,
-        requestId: call.requestId,
-        callId,
-        attempt,
-        callers: call.callers ?? 1,
-        fields: call.fields,
-        cachePolicy,
-        passedBack,
-      };
-      if (span) endSpan(span, outcome);
+      completed.durationMs = performance.now() - started;
+      if (span) endSpan(span, completed.outcome);
       this.#options.onCall?.(completed);
       call.onCall?.(completed);
     }
   }
 
-  /**
-   * Written here rather than by @opentelemetry/instrumentation-undici: that one names a span after
-   * the method and records the full URL (ids and query included), and cannot know the attempt or
-   * how many resolver calls one request served, which only this client knows.
-   */
+  /** The answer's own policy, else UPSTREAM_CACHE_MAX_AGE's, with the route's stale windows. */
+  #cachePolicy(
+    route: string,
+    call: CallContext,
+    sent: Record<string, string>,
+    headers: Dispatcher.ResponseData['headers'],
+  ): CachePolicy | undefined {
+    // A header it was not sent is one every caller's call lacks alike.
+    const keyed = (name: string) =>
+      !Object.hasOwn(sent, name) ||
+      SAME_FOR_EVERY_CALL.has(name) ||
+      name === 'authorization' ||
+      (call.forwarded !== undefined && Object.hasOwn(call.forwarded, name));
+    const declared =
+      parseCachePolicy(headers as FreshnessHeaders, Date.now(), keyed) ?? this.#maxAge.get(route);
+    return declared && withStale(declared, this.#stale.get(route));
+  }
+
+  /** Not @opentelemetry/instrumentation-undici's (docs/observability.md#the-spans-and-their-attributes). */
   #startSpan(request: Outgoing<unknown>, call: CallContext, attempt: number): Span {
     return (this.#options.tracer as Tracer).startSpan(
       request.route,
@@ -374,11 +330,20 @@ export class UpstreamClient {
     if (request.body !== null) headers['content-type'] = 'application/json';
     if (call.authorization) headers.authorization = call.authorization;
     if (call.requestId) headers['x-request-id'] = call.requestId;
-    // With an SDK the client span is the parent the upstream sees; without one, the caller's span.
+    // The client span, when spans are exported, is the parent the upstream sees.
     if (span) propagation.inject(trace.setSpan(context.active(), span), headers);
     else if (call.trace) injectTraceContext(call.trace, headers);
     return headers;
   }
+}
+
+/** The size cap is undici's own; any other failure after the headers is an answer cut off. */
+function readBody(response: Dispatcher.ResponseData, cancel: CallCancel): Promise<string> {
+  return response.body.text().catch((error: unknown) => {
+    const code = (error as { code?: string } | undefined)?.code;
+    if (cancel.aborted || isTooLarge(error) || code === 'UND_ERR_BODY_TIMEOUT') throw error;
+    throw cutOff(response.statusCode);
+  });
 }
 
 function endSpan(span: Span, outcome: CompletedCall['outcome']): void {
@@ -393,14 +358,13 @@ function endSpan(span: Span, outcome: CompletedCall['outcome']): void {
   span.end();
 }
 
-/** An error with no code that no cancellation explains is ours (a decoder's bug), not the upstream's. */
+/** An error with no code that no cancellation explains is ours (a decoder's bug). */
 function isDefect(error: unknown, cancel: CallCancel): boolean {
   if (error instanceof UpstreamError || cancel.aborted) return false;
   const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
   return typeof code !== 'string' && name !== 'AbortError';
 }
 
-/** `?name=value&...` of the values given, or '' when none is. */
 function queryString(params: Readonly<Record<string, string | number | undefined>>): string {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) {

@@ -10,56 +10,44 @@ import {
   zodDecoder,
 } from './wire.js';
 
-// The REST API's routes (docs/upstream.md), each declared once: what the client sends for an
-// input, how it reads the answer, and how patiently. `UpstreamClient.send` takes any of them;
-// adding a route is adding an entry here, never a method on the client.
+// The REST API's routes (docs/upstream.md): adding one is an entry here, never a method on the
+// client (CONTRIBUTING.md#add-an-operation).
 
 /**
- * One REST route, called with `In` and answering `Out`.
- *
- * `method` and `path` name the route in metrics, spans, logs and the circuit breaker (one circuit
- * each), so `path` is a template: a value that varies per call is a `{name}` placeholder that
- * `params` fills (fillPath), or goes in `query` or `body`, never spliced into the template itself.
+ * `method` and `path` name the route in metrics, spans, logs and its circuit, so a value that
+ * varies per call is a `{name}` that `params` fills, or goes in `query` or `body`.
  */
 export type Endpoint<In, Out> = EndpointShape<In, Out> &
   (
     | {
         method: 'GET';
-        /**
-         * Retried within the deadline on 429, 502, 503, 504 and an unreachable upstream
-         * (`retryDelay` in responses.ts), at most UPSTREAM_RETRIES times.
-         */
+        /** Retried within the deadline, at most UPSTREAM_RETRIES times (`retryDelay`). */
         retry: boolean;
       }
     | {
         method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-        /** A write is sent once: sent again behind the caller's back, it could happen twice. */
+        /** A write is sent once: sent again, it could happen twice. */
         retry: false;
       }
   );
 
 interface EndpointShape<In, Out> {
-  /** From the base URL's path on, without the query string: `/git/v1/repo`, `/x/v1/items/{id}`. */
+  /** Under the base URL's path, no query string: `/git/v1/repo`, `/x/v1/items/{id}`. */
   readonly path: string;
-  /** The value of each `{name}` of the path, sent percent-encoded as one segment. */
+  /** The value of each `{name}` of the path. */
   readonly params?: (input: In) => Readonly<Record<string, string>>;
-  /** The query parameters to send; an undefined value is not sent (the upstream's default). */
+  /** An undefined value is not sent: the upstream's default. */
   readonly query?: (input: In) => Readonly<Record<string, string | number | undefined>>;
-  /** The JSON body to send; none when absent. */
   readonly body?: (input: In) => unknown;
-  /**
-   * Checks a 2xx answer against the spec and shapes it (wire.ts): a mismatch is
-   * UPSTREAM_BAD_RESPONSE. `null`: any 2xx is the answer, and its body is read but not parsed.
-   */
+  /** A mismatch is UPSTREAM_BAD_RESPONSE. `null`: any 2xx is the answer, its body not parsed. */
   readonly decode: Decoder<Out> | null;
-  /** The deadline of one call, all its attempts included: a key of the upstream settings. */
+  /** The deadline of one call, all its attempts included. */
   readonly timeout: DeadlineSetting;
 }
 
 /**
- * The path to request for `input`: the template with each `{name}` replaced by its value as one
- * percent-encoded segment. A value that cannot be one is the caller's error, refused before any
- * call: empty, `.` or `..` (the URL parser resolves them to another path), or not valid Unicode.
+ * Each `{name}` as one percent-encoded segment; a value that cannot be one (empty, `.`, `..`, not
+ * valid Unicode) is the caller's error, refused before any call.
  */
 export function fillPath<In>(endpoint: EndpointShape<In, unknown>, input: In): string {
   if (!endpoint.path.includes('{')) return endpoint.path;
@@ -74,10 +62,10 @@ export function fillPath<In>(endpoint: EndpointShape<In, unknown>, input: In): s
   });
 }
 
-/** The upstream settings (config.ts) that are a call's deadline in milliseconds. */
+/** The upstream settings that are a call's deadline in milliseconds. */
 export type DeadlineSetting = 'timeoutMs' | 'devServerTimeoutMs';
 
-/** What a list page asks for; an undefined limit or offset is not sent. */
+/** An undefined limit or offset is not sent. */
 export interface PageQuery {
   limit?: number | undefined;
   offset?: number | undefined;

@@ -1,9 +1,6 @@
-// The upstream's response headers that the caller is passed back: which, and how they are read.
-
 /**
- * Passed back whatever UPSTREAM_RESPONSE_HEADERS says: the wait a 429 or 503 asks for, and the
- * IETF fields with their draft forms. Besides these names, every `RateLimit-*` and `X-RateLimit-*`
- * name passes (the contract's default; `isPassedBack`), exposed to CORS by name on each answer.
+ * Passed back whatever UPSTREAM_RESPONSE_HEADERS says, with every `RateLimit-*` and
+ * `X-RateLimit-*` name (docs/upstream.md#passed-back-to-the-caller).
  */
 export const UPSTREAM_LIMIT_HEADERS: readonly string[] = [
   'retry-after',
@@ -19,15 +16,14 @@ export const UPSTREAM_LIMIT_HEADERS: readonly string[] = [
 
 const LIMIT_PREFIXES = ['ratelimit-', 'x-ratelimit-'];
 
-/** The built-in names and the operator's (UPSTREAM_RESPONSE_HEADERS), lower-case, each once. */
+/** The built-in names and UPSTREAM_RESPONSE_HEADERS', each once. */
 export function passedBackNames(extra: readonly string[] = []): readonly string[] {
   return [...new Set([...UPSTREAM_LIMIT_HEADERS, ...extra])];
 }
 
 /**
- * The headers an answer carries that pass back, by lower-case name (undici's): those of `names`
- * and any `RateLimit-*` or `X-RateLimit-*`; a repeated one joined as HTTP joins field lines.
- * Undefined when it carries none, so a call to an upstream that states no limit keeps nothing.
+ * By lower-case name, a repeated one joined as HTTP joins field lines; undefined when none, so a
+ * call to an upstream that states no limit keeps nothing.
  */
 export function pickHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,

@@ -1,18 +1,17 @@
-import { type ErrorCode, UpstreamError } from '../errors.js';
+import { UpstreamError } from '../errors.js';
 import { CircuitOpenError } from './breaker.js';
 import type { Cancellation } from './cancel.js';
 import { type Decoder, WireMismatch, wireError } from './wire.js';
 
-// How the client reads an upstream answer and turns every way a call can fail into one coded
-// UpstreamError (the contract's table), and which of those are worth another try.
+// Every way a call can fail becomes one coded UpstreamError: docs/upstream.md#errors.
 
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
-const TRANSPORT_CODES: Record<string, ErrorCode> = {
-  UND_ERR_HEADERS_TIMEOUT: 'UPSTREAM_TIMEOUT',
-  UND_ERR_BODY_TIMEOUT: 'UPSTREAM_TIMEOUT',
-  UND_ERR_CONNECT_TIMEOUT: 'UPSTREAM_TIMEOUT',
-  ETIMEDOUT: 'UPSTREAM_TIMEOUT',
-};
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
 const MESSAGE_LIMIT = 500;
 
 export function header(value: string | string[] | undefined): string | undefined {
@@ -24,17 +23,13 @@ export function isTooLarge(error: unknown): boolean {
   return (error as { code?: string } | undefined)?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 }
 
-/** Takes the facade's own secrets out of text the upstream wrote. */
 export type Redact = (text: string) => string;
 
 const REDACTED = '[redacted]';
 
-// A run of this many characters of a secret, or of one of its forms, is taken out wherever it
-// stands: a secret cut short or quoted in part still shows nothing that long of itself, and an
-// upstream's own words share that many characters with a key only by rare chance.
+// Any run of RUN characters of a secret's form is taken out; a form of MIN_RUN or fewer only
+// whole, and a shorter one only as the secret itself, so that ordinary words stay.
 const RUN = 8;
-// A form this short is taken out only whole, and a shorter one only if it is the secret itself:
-// a part of it would match ordinary words.
 const MIN_RUN = 4;
 
 const HTML_NAMED: Record<string, string> = {
@@ -48,7 +43,7 @@ const HTML_NAMED: Record<string, string> = {
 /** Lower-cased ASCII letters only, so that every index still points at the same character. */
 const asciiLower = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
-/** The ways text may carry a secret: as it is, and as URLs, HTML, JSON, hex and base64 write it. */
+/** A secret as it is, and as URLs, HTML, JSON, hex and base64 write it. */
 function formsOf(secret: string): string[] {
   const bytes = Buffer.from(secret, 'utf8');
   const signs = /[^A-Za-z0-9]/gu;
@@ -62,8 +57,7 @@ function formsOf(secret: string): string[] {
     JSON.stringify(secret).slice(1, -1).replaceAll('/', '\\/'),
     bytes.toString('hex'),
   ];
-  // Base64 writes three bytes as four characters: a part of the secret reads differently as it
-  // starts at each of three offsets, and a part is all a truncated echo may hold.
+  // A part of the secret reads differently in base64 at each of three starting bytes.
   for (const offset of [0, 1, 2]) {
     const part = bytes.subarray(offset);
     forms.push(part.toString('base64'), part.toString('base64url'));
@@ -72,10 +66,8 @@ function formsOf(secret: string): string[] {
 }
 
 /**
- * An upstream may quote what it was sent (a rejected key, a URL with it) in a message the facade
- * passes on: as it is, in another case, encoded, or cut. Each stretch of the text made of runs of
- * a secret's forms, letters in any case, becomes one `[redacted]`. A form of `RUN` characters or
- * fewer counts with one character missing, or whole when it has `MIN_RUN` or fewer.
+ * Each stretch of text made of runs of a secret's forms, in any case, becomes one `[redacted]`:
+ * an upstream may quote its key encoded or cut (docs/upstream.md#errors).
  */
 export function createRedact(secrets: ReadonlyArray<string | undefined>): Redact {
   const runs = new Map<number, Set<string>>();
@@ -115,9 +107,8 @@ export function createRedact(secrets: ReadonlyArray<string | undefined>): Redact
 }
 
 /**
- * The upstream's message without the facade's secrets, bounded. Redacted before it is cut, so
- * that a secret across the bound leaves no part of itself; cut to twice the bound first, so that
- * the redaction's work is bounded by the message's bound rather than by the body's size.
+ * Redacted before it is cut to the bound, so that a secret across it leaves nothing; cut to twice
+ * the bound first, so that the redaction's work does not grow with the body.
  */
 export function errorMessage(status: number, text: string, redact: Redact): string {
   try {
@@ -145,7 +136,7 @@ export function parseBody<T>(text: string, decode: Decoder<T>, status: number, r
   } catch (error) {
     if (!(error instanceof WireMismatch)) throw error;
     const field = error.path.length ? error.path.join('.') : '(body)';
-    // The path may hold the upstream's own map keys.
+    // The path may hold the upstream's own map keys, so it is redacted too.
     throw new UpstreamError('UPSTREAM_BAD_RESPONSE', {
       status,
       message: redact(
@@ -170,9 +161,8 @@ export function cancelledError(): UpstreamError {
 }
 
 /**
- * `signal` is the call's cancellation: its reason tells a deadline from a client that left. A
- * client that left is recognised first, whatever undici threw once the call was aborted, so that
- * it never counts as an upstream fault.
+ * A client that left is recognised first, whatever undici threw once the call was aborted, so
+ * that it never counts as an upstream fault.
  */
 export function toUpstreamError(
   error: unknown,
@@ -184,7 +174,7 @@ export function toUpstreamError(
   // By identity, not by name: a client's own abort reason may be named TimeoutError too.
   const deadlinePassed = signal.aborted && signal.reason instanceof DeadlineError;
   if (signal.aborted && !deadlinePassed) return cancelledError();
-  if (deadlinePassed || TRANSPORT_CODES[code] === 'UPSTREAM_TIMEOUT') {
+  if (deadlinePassed || TIMEOUT_CODES.has(code)) {
     return new UpstreamError('UPSTREAM_TIMEOUT', {
       message: `The upstream did not answer within ${timeoutMs} ms`,
     });
@@ -194,9 +184,7 @@ export function toUpstreamError(
       message: "The upstream's answer exceeds UPSTREAM_MAX_RESPONSE_BYTES",
     });
   }
-  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
-    return cutOff(undefined);
-  }
+  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') return cutOff(undefined);
   if ((error as Error | undefined)?.name === 'AbortError' || code === 'UND_ERR_ABORTED') {
     // Not this call's cancellation: the pool itself was closed (shutdown).
     return new UpstreamError('UPSTREAM_UNAVAILABLE', {
@@ -208,7 +196,7 @@ export function toUpstreamError(
   });
 }
 
-/** Headers came, the body did not finish: the connection failed mid-answer, a transport fault. */
+/** Headers came, the body did not finish: a transport fault. */
 export function cutOff(status: number | undefined): UpstreamError {
   const error = new UpstreamError('UPSTREAM_BAD_RESPONSE', {
     ...(status === undefined ? {} : { status }),
@@ -227,6 +215,6 @@ export function retryDelay(error: UpstreamError, attempt: number): number | unde
   if (!retryable) return undefined;
   const retryAfter = error.extensions.retryAfter;
   if (typeof retryAfter === 'number') return retryAfter * 1000;
-  // Full jitter: spreads the retries of many callers instead of synchronising them.
+  // Full jitter, so that many callers' retries do not come at once.
   return Math.random() * Math.min(2_000, 100 * 2 ** (attempt - 1));
 }

@@ -1,10 +1,9 @@
 import { z } from 'zod';
 
-// The REST wire shapes of upstream-api.md, checked where answers enter the facade. Fields the
-// spec does not show are tolerated and stripped; fields it requires are checked. The list of
-// repositories, the hot path, has its own one-pass decoder (repository-list.ts).
+// The REST wire shapes (docs/upstream.md#routes): required fields are checked, unknown ones
+// stripped. The repository list has its own decoder (repository-list.ts).
 
-/** An answer that breaks the spec, with the path of the first field that does. */
+/** With the path of the first field that breaks the spec. */
 export class WireMismatch extends Error {
   constructor(
     readonly path: ReadonlyArray<string | number>,
@@ -14,7 +13,7 @@ export class WireMismatch extends Error {
   }
 }
 
-/** Checks an answer against the spec and returns it in the facade's shape, or throws WireMismatch. */
+/** Returns the answer in the facade's shape, or throws WireMismatch. */
 export type Decoder<T> = (json: unknown) => T;
 
 export function zodDecoder<T>(schema: z.ZodType<T>): Decoder<T> {
