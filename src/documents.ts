@@ -1,15 +1,12 @@
-// What several stages read of a request's GraphQL parameters and of its parsed document. Kept
-// apart from the plugins so that a stage asks this module, never another stage.
+// What several stages read of a request's GraphQL parameters and parsed document: a stage asks
+// this module, never another stage.
 import { BREAK, type DocumentNode, Kind, parse, visit } from 'graphql';
 import type { GraphQLParams } from 'graphql-yoga';
 
-/** Yoga's request parameter for a document id; POST bodies carry it, GET has it in the URL. */
+/** Yoga's request parameter for a trusted document's id, in a POST body or a GET URL. */
 export const DOCUMENT_ID_PARAM = 'documentId';
 
-/**
- * Apollo's `extensions.persistedQuery.sha256Hash` (version 1), which APQ and urql's and Apollo
- * Client's persisted-query links send; trusted documents accept it as an id too.
- */
+/** APQ's `extensions.persistedQuery.sha256Hash` (version 1); trusted documents take it as an id. */
 export function persistedQueryHash(params: GraphQLParams): string | undefined {
   const persisted = (params.extensions as { persistedQuery?: unknown } | undefined)
     ?.persistedQuery as { version?: unknown; sha256Hash?: unknown } | undefined;
@@ -21,10 +18,7 @@ export function persistedQueryHash(params: GraphQLParams): string | undefined {
 const INCREMENTAL = new Set(['defer', 'stream']);
 const seen = new WeakMap<DocumentNode, boolean>();
 
-/**
- * Whether a document asks for incremental delivery (`@defer` or `@stream` anywhere in it). Parsed
- * documents are cached by Yoga and reused, so the answer is kept per document.
- */
+/** `@defer` or `@stream` anywhere in it; kept per document, which Yoga's parse cache reuses. */
 export function usesIncrementalDelivery(document: DocumentNode): boolean {
   let found = seen.get(document);
   if (found === undefined) {
@@ -41,7 +35,7 @@ export function usesIncrementalDelivery(document: DocumentNode): boolean {
   return found;
 }
 
-/** A document of one operation (fragments aside): the only kind graphql-jit may run here. */
+/** One operation (fragments aside). */
 export function hasOneOperation(document: DocumentNode): boolean {
   let operations = 0;
   for (const definition of document.definitions) {

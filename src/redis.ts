@@ -16,7 +16,7 @@ const FAILURES_TO_SKIP = 3;
 const SKIP_MS = 2_000;
 
 export interface RedisOptions {
-  /** REDIS_TIMEOUT_MS: how long a request waits for one command before it is a miss. */
+  /** REDIS_TIMEOUT_MS. */
   timeoutMs: number;
   logger?: Logger | undefined;
   /** Told when Redis starts being skipped (false) and when it is used again (true). */
@@ -26,30 +26,24 @@ export interface RedisOptions {
 }
 
 /**
- * The process's one Redis connection (REDIS_URL), shared by the rate limit, the APQ store and the
- * response cache, and the one guard in front of it: Redis is a cache, never a dependency of a
- * request. Every command a request waits on goes through `run`, which rejects past its deadline;
- * after a few failures in a row Redis is skipped (cockatiel's circuit, as for the upstream) and
- * `run` rejects at once, until one command alone tries it again. Each user falls back to memory
- * on a rejection.
+ * The process's one Redis connection, for the rate limit, APQ and the response cache. Redis is a
+ * cache, never a dependency: every command a request waits on goes through `run`, and each user
+ * falls back to memory when it rejects (docs/operations.md#redis-rate-limits-and-apq).
  */
 export interface RedisConnection {
   /** For defining scripts and for rate-limiter-flexible; its calls go through `run` too. */
   readonly client: Redis;
-  /** False while Redis is skipped. */
   readonly available: boolean;
+  /** Rejects past REDIS_TIMEOUT_MS, and at once while Redis is skipped. */
   run<T>(command: () => Promise<T>): Promise<T>;
   disconnect(): void;
 }
 
-/**
- * No offline queue and one retry: while Redis is away, calls fail at once instead of queueing
- * behind a dead connection; a hung Redis is left behind by the deadline.
- */
 export async function connectRedis(url: string, options: RedisOptions): Promise<RedisConnection> {
-  // Loaded only when used: the Redis client is resident memory a memory-only replica never needs.
+  // Loaded only when used: a memory-only replica never holds the client in memory.
   const { Redis } = await import('ioredis');
   const { logger } = options;
+  // While Redis is away, calls fail at once instead of queueing behind a dead connection.
   const client = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
@@ -62,7 +56,7 @@ export async function connectRedis(url: string, options: RedisOptions): Promise<
     breaker: new ConsecutiveBreaker(FAILURES_TO_SKIP),
   });
   let available = true;
-  // One line when Redis starts being skipped, not one per trial while it stays away.
+  // One line when Redis starts being skipped, not one per trial.
   circuit.onBreak(() => {
     if (!available) return;
     available = false;

@@ -28,9 +28,9 @@ export interface RequestState {
   apqDocuments: Map<string, string> | undefined;
   /** The policy of each operation answered so far, executed or kept by the response cache. */
   operationPolicies: CachePolicy[] | undefined;
-  /** The strictest of its operations' once its results are processed; `no-store` unless all allow. */
+  /** The strictest of its operations', once processed; `no-store` unless every one allows. */
   cachePolicy: CachePolicy | undefined;
-  /** The age in seconds of the oldest stale data the answer holds, which its `Age` header states. */
+  /** The age in seconds of the oldest stale data the answer holds: its `Age` header. */
   staleAge: number | undefined;
   /** Whether the response cache answered (a batch: its last operation), when it is on. */
   responseCache: 'hit' | 'miss' | undefined;
