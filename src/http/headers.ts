@@ -16,12 +16,12 @@ export function chooseEncoding(acceptEncoding: string | null): Encoding {
 }
 
 /**
- * Adds each of `names` not listed yet to Vary, in one `set`, never `append`: an append makes
- * whatwg-node rebuild every header of the answer one by one (docs/performance.md).
+ * Adds each of `names` not listed yet to a list header, in one `set`, never `append`: an append
+ * makes whatwg-node rebuild every header of the answer one by one (docs/performance.md).
  */
-export function addVary(headers: Headers, ...names: string[]): void {
-  const vary = headers.get('vary');
-  const listed = vary ? vary.toLowerCase().split(/\s*,\s*/) : [];
+export function addToList(headers: Headers, field: string, names: readonly string[]): void {
+  const value = headers.get(field);
+  const listed = value ? value.toLowerCase().split(/\s*,\s*/) : [];
   const added: string[] = [];
   for (const name of names) {
     const lower = name.toLowerCase();
@@ -29,8 +29,10 @@ export function addVary(headers: Headers, ...names: string[]): void {
     listed.push(lower);
     added.push(name);
   }
-  if (added.length > 0) headers.set('vary', (vary ? [vary, ...added] : added).join(', '));
+  if (added.length > 0) headers.set(field, (value ? [value, ...added] : added).join(', '));
 }
+
+export const addVary = (headers: Headers, ...names: string[]) => addToList(headers, 'vary', names);
 
 /** On every answer, the metrics port's too: one that quotes a caller is never run as a page. */
 export const NO_SNIFF = { 'x-content-type-options': 'nosniff' } as const;

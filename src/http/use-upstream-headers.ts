@@ -3,6 +3,7 @@ import type { Context, ServerContext } from '../context.js';
 import { parseRetryAfter } from '../errors.js';
 import { requestState } from '../request-state.js';
 import type { CompletedCall } from '../upstream/client.js';
+import { addToList } from './headers.js';
 
 type Stricter = (kept: string, next: string) => string;
 
@@ -103,7 +104,7 @@ export function useUpstreamHeaders(): Plugin<Context, ServerContext> {
       const { headers } = response;
       // The facade's own headers win, and the IETF pair goes back only whole.
       const ownPair = headers.has('ratelimit') || headers.has('ratelimit-policy');
-      const exposed = headers.get('access-control-expose-headers');
+      const exposed = headers.has('access-control-expose-headers');
       const added: string[] = [];
       for (const [name, value] of Object.entries(passed)) {
         if (headers.has(name) || (ownPair && PAIR.has(name))) continue;
@@ -111,11 +112,7 @@ export function useUpstreamHeaders(): Plugin<Context, ServerContext> {
         added.push(name);
       }
       // CORS exposes by name: a `RateLimit-*` name the static list lacks is added per answer.
-      if (exposed === null) return;
-      const known = new Set(exposed.toLowerCase().split(/\s*,\s*/));
-      const more = added.filter((name) => !known.has(name));
-      if (more.length > 0)
-        headers.set('access-control-expose-headers', [exposed, ...more].join(', '));
+      if (exposed) addToList(headers, 'access-control-expose-headers', added);
     },
   };
 }

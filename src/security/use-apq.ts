@@ -155,14 +155,6 @@ export function createRedisApqStore(
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
-// Apollo's code for a mismatch is not in the contract: it is the caller's input, wrongly hashed.
-const mismatch = () =>
-  new FacadeError(
-    'BAD_USER_INPUT',
-    'extensions.persistedQuery.sha256Hash is not the SHA-256 of the query sent with it',
-    { http: { status: 400 } },
-  );
-
 export function useApq(store: ApqStore): Plugin<Context, ServerContext> {
   return {
     // Not async: a request without a hash, nearly every one, passes without a promise to wait for.
@@ -179,7 +171,12 @@ export function useApq(store: ApqStore): Plugin<Context, ServerContext> {
       }
       // Yoga's own parameter check answers a query that is not a string.
       if (typeof query !== 'string') return;
-      if (hashOf('sha256', query, 'hex') !== hash) throw mismatch();
+      if (hashOf('sha256', query, 'hex') !== hash) {
+        // Apollo's code for it is not in the contract: it is the caller's input, wrongly hashed.
+        const message =
+          'extensions.persistedQuery.sha256Hash is not the SHA-256 of the query sent with it';
+        throw new FacadeError('BAD_USER_INPUT', message, { http: { status: 400 } });
+      }
       if (Buffer.byteLength(query) > APQ_MAX_DOCUMENT_BYTES) return;
       const state = requestState(context);
       state.apqDocuments ??= new Map();
