@@ -1,5 +1,5 @@
-// Background refreshes of kept data past its max-age (RFC 5861 stale-while-revalidate): at most
-// one per key at a time, outside any request, and ended by the process's drain.
+// stale-while-revalidate's background refreshes: at most one per key, outside any request, ended
+// by the drain (docs/caching.md#stale-answers).
 
 export interface Refreshes {
   /**

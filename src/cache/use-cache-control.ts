@@ -1,5 +1,5 @@
 import { getOperationAST } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
+import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
 import { addVary } from '../http/headers.js';
 import { requestState } from '../request-state.js';
@@ -7,22 +7,15 @@ import { operationPolicy, staticHint } from './hints.js';
 import { type CachePolicy, NO_STORE, privateMaxAge, strictest } from './policy.js';
 
 export interface CacheControlOptions {
-  /**
-   * Every answer depends on who asks: the caller's Authorization goes upstream, or callers are
-   * checked (CLIENT_TOKENS), or FORWARD_HEADERS passes something of theirs on. Such an answer is
-   * `private` whatever the upstream says.
-   */
+  /** Every answer depends on the caller, so is `private` whatever the upstream says. */
   perCaller: boolean;
   /** FORWARD_HEADERS: what a kept answer also varies on. */
   forwardHeaders: readonly string[];
 }
 
-const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
-
 /**
- * The strictest policy of what an answer holds, from the policies of the operations answered: an
- * error, or a result that none of them gave (refused before it executed), keeps nothing.
+ * The strictest policy of the operations answered; an error, or a result none of them gave
+ * (refused before it executed), keeps nothing.
  */
 function answerPolicy(result: unknown, answered: readonly CachePolicy[] = []): CachePolicy {
   if (isAsyncIterable(result)) return NO_STORE;
@@ -38,18 +31,8 @@ function answerPolicy(result: unknown, answered: readonly CachePolicy[] = []): C
 }
 
 /**
- * The answer's `Cache-Control`, which browsers, CDNs and the routers of a supergraph (Apollo
- * Router, Cosmo, Hive Gateway) read from a subgraph's answer: the strictest policy of its fields
- * (src/cache/hints.ts); `private` whenever it depends on the caller; `private, no-store` for
- * mutations, errors, partial answers, streams, fields without a policy, and every answer that is
- * not GraphQL's (whatever its path: Yoga also serves GraphQL on `/graphql/`). Set on GET and POST
- * alike: HTTP caches keep only GETs, but routers read the header on POSTs. The one exception is an
- * answer that carries a validator (the static GraphiQL page's ETag): it holds nobody's data and
- * is meant to be revalidated.
- *
- * `Vary: Origin` on every answer, the CORS preflight included: what CORS allows depends on the
- * Origin. An answer that may be kept also varies on what shapes it: the credential, the forwarded
- * headers and the media type negotiated from Accept.
+ * The answer's `Cache-Control` and `Vary`, on every answer GraphQL's or not, on GET and POST alike
+ * (docs/caching.md#the-answers-cache-control). An answer with an ETag keeps its own.
  */
 export function useCacheControl({
   perCaller,
@@ -61,7 +44,7 @@ export function useCacheControl({
       const context = args.contextValue;
       return {
         onExecuteDone({ result }) {
-          // A stream is answered in parts and never kept.
+          // A stream is never kept.
           if (isAsyncIterable(result)) return;
           const state = requestState(context);
           for (const { stale } of context.cachedRanges ?? []) {
@@ -98,7 +81,7 @@ export function useCacheControl({
         response.headers.set('cache-control', 'private, no-store');
         return;
       }
-      // Browsers get the upstream's max-age; shared caches (a CDN, a router) its s-maxage too.
+      // Browsers get the upstream's max-age; shared caches its s-maxage too.
       const browsers = privateMaxAge(policy);
       if (perCaller || policy.scope === 'PRIVATE') {
         response.headers.set('cache-control', `private, max-age=${browsers}`);

@@ -5,11 +5,8 @@ import { listRepositories } from '../upstream/endpoints.js';
 import type { RangeCache } from './ranges.js';
 
 /**
- * The range cache's part of the pipeline (the cache itself is the loaders', src/upstream/loaders.ts):
- * a mutation, once it has run (failed or not), forgets every list range kept for its caller, as
- * the response cache forgets its answers; and where the upstream calls are shown, the ranges
- * answered with no call are too, as `extensions.upstreamCalls.cachedRanges`. After the
- * upstreamCalls stage, whose extension this adds to.
+ * A mutation, once it has run, forgets its caller's ranges; where the upstream calls are shown,
+ * so are the ranges answered with none (docs/caching.md#ranges). After the upstreamCalls stage.
  */
 export function useRangeCache(ranges: RangeCache): Plugin<Context, ServerContext> {
   return {

@@ -1,19 +1,16 @@
 import { hash } from 'node:crypto';
 import { getOperationAST } from 'graphql';
-import type { GraphQLParams, Plugin } from 'graphql-yoga';
+import { type GraphQLParams, isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
 import type { CredentialPolicy } from '../credentials.js';
 import { requestState } from '../request-state.js';
 import type { KeptAnswer, ResponseStore } from './response-store.js';
 
 /**
- * The session an answer is kept for: a hash of exactly what shapes its upstream calls and who may
- * read it, the caller's Authorization (forwarded as it came, or in service-key mode the caller's
- * own credential, which the contract forbids serving another's answer to) and the values of
- * FORWARD_HEADERS (an absent header apart from an empty one). Nothing else of a request reaches
- * the upstream, so nothing else can make its answer differ.
+ * A hash of exactly what of a request reaches the upstream: the caller's credential and the
+ * forwarded headers (docs/caching.md#the-response-cache).
  */
-export function cacheSession(credentials: CredentialPolicy, headers: Headers): string {
+function cacheSession(credentials: CredentialPolicy, headers: Headers): string {
   const inputs = JSON.stringify([
     credentials.callerCredential(headers) ?? null,
     credentials.forwardedHeaders(headers) ?? null,
@@ -31,28 +28,14 @@ function cacheKey(session: string, params: GraphQLParams): string {
   return `${session}:${operation}`;
 }
 
-const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
-
 export interface ResponseCacheOptions {
   store: ResponseStore;
   credentials: CredentialPolicy;
 }
 
 /**
- * Answers kept per caller: a repeated query is answered once its parameters are read, without
- * being parsed, validated or executed, and so without any upstream call; the stages before it
- * (CSRF, rate limit, client tokens, body size, trusted documents, APQ) still run for it. Only an
- * answer whose policy allows it (src/cache/hints.ts) is kept, for at most its max-age. A
- * mutation evicts every answer kept for its caller's session once it has run, failed or not: what
- * it changed upstream is not known from its answer.
- *
- * The keys, the bounded stores and the lookup are the facade's; the store is the Cache interface
- * of @envelop/response-cache. That plugin is not used: it replaces the execute function, which
- * graphql-jit (the `jit` stage) replaces after it, so it warned on every request and never read
- * its TTLs from `@cacheControl` (placed after `jit`, it would turn jit off); and Yoga's wrapper of it adds the cache key (a hash of the
- * caller's credential) to every kept answer as its ETag and answers `If-None-Match` with a 304
- * before the CSRF rule and the rate limit.
+ * Answers kept per session, a hit answered once the parameters are read; a mutation evicts its
+ * session's answers once it has run, failed or not (docs/caching.md#the-response-cache).
  */
 export function useResponseCache({
   store,
@@ -73,8 +56,7 @@ export function useResponseCache({
         state.responseCache = 'hit';
         state.operationPolicies ??= [];
         state.operationPolicies.push(kept.policy);
-        // Where the calls are shown (src/telemetry/use-upstream-calls.ts), a hit shows none.
-        // A new answer, without the kept one's text (its `stringify`), when something is added.
+        // A hit shows no calls; adding to it needs a new answer, without the kept text.
         setResult(
           state.showsUpstreamCalls
             ? {
@@ -97,9 +79,8 @@ export function useResponseCache({
       }
       const since = Date.now();
       return {
-        // After the cacheControl stage's hook, which gives the operation its policy; the store
-        // keeps only what that policy allows. Not async: an answer that is not kept, nearly every
-        // one while no policy allows keeping, passes without a promise to wait for.
+        // After the cacheControl stage's hook, which sets the policy. Not async, so that an
+        // answer not kept passes without a promise to wait for.
         onExecuteDone: ({ result }) => {
           if (isAsyncIterable(result) || result.errors?.length) return;
           const policy = context.cachePolicy;
