@@ -4,7 +4,7 @@ import { variablesOf } from './config/variable.js';
 import { type Settings, settingsSchema } from './config/variables.js';
 import { credentialSettingsProblem } from './credentials.js';
 
-/** Thrown for a bad configuration value; main.ts prints its message as the one stderr line. */
+/** A bad setting: main.ts prints its message, which names the variable, as one stderr line. */
 export class ConfigError extends Error {}
 
 const VARIABLES = variablesOf(settingsSchema.shape);
@@ -12,22 +12,19 @@ const VARIABLES = variablesOf(settingsSchema.shape);
 /** Every variable the facade reads (the deploy manifests are checked against it). */
 export const CONFIG_VARIABLES: readonly string[] = VARIABLES.map((variable) => variable.name);
 
-/** The configuration createApp and main.ts receive: the settings, with what follows from them. */
+/** The settings, with what follows from them. */
 export type Config = ReturnType<typeof derive>;
 
-/** Span export (OTEL_*); Config.tracing is undefined when no SDK is loaded and nothing exported. */
+/** Span export (OTEL_*); undefined when nothing is exported. */
 export type TracingConfig = NonNullable<Config['tracing']>;
 
-/** The values that follow from several variables, all here. */
 function derive(settings: Settings) {
   const { nodeEnv, otel, ...values } = settings;
   const production = nodeEnv === 'production';
   return {
     ...values,
-    /** NODE_ENV=production: field suggestions are hidden. */
     production,
     graphiql: values.graphiql ?? !production,
-    /** Worker processes (node:cluster); 1 runs the facade in this process alone. */
     workers:
       values.workers === 'auto' || (values.workers === undefined && production)
         ? availableParallelism()
@@ -42,7 +39,6 @@ function derive(settings: Settings) {
       addressPoints: values.rateLimit.addressPoints ?? values.rateLimit.points,
     },
     tracing: tracingConfig(otel),
-    /** OTEL_PROPAGATORS: what of the caller's trace context reaches the upstream. */
     propagators: otel.propagators ?? (['tracecontext', 'baggage'] as const),
     apq: {
       ...values.apq,
@@ -54,16 +50,15 @@ function derive(settings: Settings) {
 }
 
 /**
- * Whether spans are exported, and with which of the two exporters: the exporter itself reads the
- * endpoint, headers, timeout and compression, with the specification's precedence. No endpoint,
- * no export (the specification's default, localhost:4318, would export to whatever listens there).
+ * The exporter reads the endpoint, headers, timeout and compression itself. No endpoint, no export:
+ * the specification's default would export to whatever listens on localhost:4318.
  */
 function tracingConfig(otel: Settings['otel']) {
   if (otel.sdkDisabled || otel.exporter === 'none') return undefined;
   if (!otel.tracesEndpoint && !otel.endpoint) return undefined;
   return {
     protocol: otel.tracesProtocol ?? otel.protocol,
-    /** Only to blank them out of a start-up error, parsed as the exporter parses them. */
+    /** Only to blank them out of a start-up error. */
     headers: {
       ...parseKeyPairsIntoRecord(otel.headers),
       ...parseKeyPairsIntoRecord(otel.tracesHeaders),
@@ -71,7 +66,7 @@ function tracingConfig(otel: Settings['otel']) {
   };
 }
 
-/** The only reader of the environment. Empty strings count as unset. */
+/** The only reader of the environment; an empty string counts as unset. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   const parsed = settingsSchema.safeParse(readEnvironment(source));
   if (!parsed.success) {
@@ -81,8 +76,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     const shown = variable?.secret ? '' : ` (got ${JSON.stringify(source[name])})`;
     throw new ConfigError(`${name}: ${issue?.message ?? 'invalid'}${shown}`);
   }
-  const settings = parsed.data;
-  const config = derive(settings);
+  const config = derive(parsed.data);
   if (config.metricsPort && config.metricsPort === config.port) {
     throw new ConfigError(`METRICS_PORT: must differ from PORT (both ${config.port})`);
   }
@@ -96,7 +90,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   return config;
 }
 
-/** Each variable's string at its place in the settings' shape; unset and empty ones left out. */
+/** Each set variable's string at its place in the settings' shape. */
 function readEnvironment(source: NodeJS.ProcessEnv): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const { name, path } of VARIABLES) {
