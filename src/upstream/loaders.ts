@@ -60,10 +60,9 @@ export function createLoaders(
   call: CallContext,
   options: LoaderOptions,
 ): Loaders {
-  // Per page key, the fields that asked for it (their paths, or '' when not shown).
   const callers = new Map<string, string[]>();
   const repositoryPage = new DataLoader<PageQuery, RepositoryList, string>(
-    (keys) => loadPages(client, call, options, keys, callers),
+    (keys) => new PageBatch(client, call, options, keys, callers).load(),
     { cacheKeyFn: pageKey },
   );
   return {
@@ -94,79 +93,186 @@ interface Unit {
   load: (unitCall: CallContext) => Promise<void>;
 }
 
-/** A call that brought `total`, for the pages of no items: any call of the batch will do. */
-type Brought = { list: RepositoryList; sentOffset: boolean } | undefined;
+/** One batch of pages: merged into covering ranges, answered from kept ranges or calls. */
+class PageBatch {
+  readonly #results: Array<RepositoryList | Error>;
+  /** A call that brought `total`, for the pages of no items: any call of the batch will do. */
+  #brought: { list: RepositoryList; sentOffset: boolean } | undefined;
 
-/** Merges pages into covering ranges, answers them from kept ranges or calls, slices them back. */
-async function loadPages(
-  client: PageSource,
-  call: CallContext,
-  options: LoaderOptions,
-  keys: readonly PageQuery[],
-  callers: ReadonlyMap<string, string[]>,
-): Promise<Array<RepositoryList | Error>> {
-  const results: Array<RepositoryList | Error> = new Array(keys.length);
-  const { direct, ranges, totalsOnly } = planRanges(keys, options.maxCoalescedRange);
-  let brought: Brought;
-  const bring = (list: RepositoryList, sentOffset: boolean) => {
-    brought ??= { list, sentOffset };
-  };
-  const fieldsOf = (indexes: readonly number[]) =>
-    indexes.flatMap((index) => callers.get(pageKey(keys[index] as PageQuery)) ?? ['']);
+  constructor(
+    readonly client: PageSource,
+    readonly call: CallContext,
+    readonly options: LoaderOptions,
+    readonly keys: readonly PageQuery[],
+    /** Per page key, the fields that asked for it (their paths, or '' when not shown). */
+    readonly callers: ReadonlyMap<string, string[]>,
+  ) {
+    this.#results = new Array(keys.length);
+  }
 
-  const { ranges: kept } = options;
-  const answerKept = (range: Range, hit: CachedRange) => {
-    bring(hit.covering, range.sendOffset);
-    answerRange(keys, results, range, hit.covering);
-    options.onCachedRange?.(hit, call.showCalls ? fieldsOf(range.keys) : undefined);
-  };
-  // A range kept ranges cover answers with no call (docs/caching.md#ranges, #stale-answers).
-  const fetched = kept
-    ? ranges.filter((range) => {
-        const hit = kept.lookup(call, range.start, range.end, 'stale-while-revalidate');
-        options.onLookup?.(ROUTE, hit?.stale?.rule ?? (hit ? 'hit' : 'miss'));
-        if (!hit) return true;
-        answerKept(range, hit);
-        if (hit.stale) refresh(client, call, range, rangeEnds(keys, range), options, kept);
-        return false;
-      })
-    : ranges;
+  async load(): Promise<Array<RepositoryList | Error>> {
+    const { call, options } = this;
+    const { direct, ranges, totalsOnly } = planRanges(this.keys, options.maxCoalescedRange);
+    const kept = options.ranges;
+    // A range kept ranges cover answers with no call (docs/caching.md#ranges, #stale-answers).
+    const fetched = kept
+      ? ranges.filter((range) => {
+          const hit = kept.lookup(call, range.start, range.end, 'stale-while-revalidate');
+          options.onLookup?.(ROUTE, hit?.stale?.rule ?? (hit ? 'hit' : 'miss'));
+          if (!hit) return true;
+          this.#answerKept(range, hit);
+          if (hit.stale) this.#refresh(range, kept);
+          return false;
+        })
+      : ranges;
+    const units: Unit[] = [
+      ...direct.map((index) => ({
+        keys: [index],
+        calls: 1,
+        load: (unitCall: CallContext) => this.#loadPage(index, unitCall),
+      })),
+      ...fetched.map((range) => ({
+        keys: range.keys,
+        calls: plannedCalls(range, options.pageCap.value),
+        load: (unitCall: CallContext) => this.#loadRange(range, unitCall),
+      })),
+    ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
+    await this.#runUnits(units);
+    this.#answerTotalsOnly(totalsOnly);
+    return this.#results;
+  }
 
-  const units: Unit[] = [
-    ...direct.map((index) => ({
-      keys: [index],
-      calls: 1,
-      load: async (unitCall: CallContext) => {
-        const key = keys[index] as PageQuery;
-        const { value: page } = await client.send(listRepositories, key, unitCall);
-        bring(page, key.offset !== undefined);
-        results[index] = page;
-      },
-    })),
-    ...fetched.map((range) => ({
-      keys: range.keys,
-      calls: plannedCalls(range, options.pageCap.value),
-      load: async (unitCall: CallContext) => {
-        const ends = rangeEnds(keys, range);
-        const read = await readRange(client, unitCall, range, ends, options.pageCap, kept).catch(
-          (failure: unknown) => ({ covering: undefined, failure: failure as Error }),
-        );
-        // Never after a 4xx: only an upstream fault answers from a kept range (stale-if-error).
-        if (read.failure && kept && isUpstreamFault(read.failure)) {
-          const hit = kept.lookup(call, range.start, range.end, 'stale-if-error');
-          if (hit?.stale) options.onLookup?.(ROUTE, 'stale-if-error');
-          if (hit) return answerKept(range, hit);
+  #fieldsOf(indexes: readonly number[]): string[] {
+    return indexes.flatMap((index) => this.callers.get(pageKey(this.#key(index))) ?? ['']);
+  }
+
+  #key(index: number): PageQuery {
+    return this.keys[index] as PageQuery;
+  }
+
+  #bring(list: RepositoryList, sentOffset: boolean): void {
+    this.#brought ??= { list, sentOffset };
+  }
+
+  #ends(range: Range): number[] {
+    return range.keys.map((index) => pageEnd(this.#key(index))).sort((a, b) => a - b);
+  }
+
+  async #loadPage(index: number, unitCall: CallContext): Promise<void> {
+    const key = this.#key(index);
+    const { value: page } = await this.client.send(listRepositories, key, unitCall);
+    this.#bring(page, key.offset !== undefined);
+    this.#results[index] = page;
+  }
+
+  async #loadRange(range: Range, unitCall: CallContext): Promise<void> {
+    const { client, options } = this;
+    const kept = options.ranges;
+    const read = await readRange(
+      client,
+      unitCall,
+      range,
+      this.#ends(range),
+      options.pageCap,
+      kept,
+    ).catch((failure: unknown) => ({ covering: undefined, failure: failure as Error }));
+    // Never after a 4xx: only an upstream fault answers from a kept range (stale-if-error).
+    if (read.failure && kept && isUpstreamFault(read.failure)) {
+      const hit = kept.lookup(this.call, range.start, range.end, 'stale-if-error');
+      if (hit?.stale) options.onLookup?.(ROUTE, 'stale-if-error');
+      if (hit) return this.#answerKept(range, hit);
+    }
+    if (!read.covering) throw read.failure;
+    this.#bring(read.covering, range.sendOffset);
+    this.#answerRange(range, read.covering, read.failure);
+  }
+
+  #answerKept(range: Range, hit: CachedRange): void {
+    this.#bring(hit.covering, range.sendOffset);
+    this.#answerRange(range, hit.covering);
+    const { call, options } = this;
+    options.onCachedRange?.(hit, call.showCalls ? this.#fieldsOf(range.keys) : undefined);
+  }
+
+  /** A range's pages, sliced from what covers it (fetched or kept). */
+  #answerRange(range: Range, covering: RepositoryList, failure?: Error): void {
+    const covered = range.start + covering.repositories.length;
+    for (const index of range.keys) {
+      const key = this.#key(index);
+      // Cut short: the pages it finished answer; those it did not get its failure.
+      if (failure && key.limit !== 0 && Math.min(pageEnd(key), covering.total) > covered) {
+        this.#results[index] = failure;
+        continue;
+      }
+      const from = (key.offset ?? 0) - range.start;
+      this.#results[index] = {
+        ...covering,
+        repositories: from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
+        // An omitted offset is the upstream's default (0); echo what it said when asked alone.
+        offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
+      };
+    }
+  }
+
+  /**
+   * Reserves every unit's planned calls before any call; a unit whose plan does not fit still
+   * gets its first call from what is left (docs/operations.md#limits).
+   */
+  async #runUnits(units: readonly Unit[]): Promise<void> {
+    const { call } = this;
+    const budget = call.budget;
+    const planned = units.map((unit) => budget?.reserve(unit.calls));
+    const reservations = planned.map((reservation) => reservation ?? budget?.reserve(1));
+    await Promise.all(
+      units.map(async (unit, index) => {
+        const reservation = reservations[index];
+        if (budget && !reservation) {
+          for (const key of unit.keys) this.#results[key] = new UpstreamBudgetError(budget.limit);
+          return;
         }
-        if (!read.covering) throw read.failure;
-        bring(read.covering, range.sendOffset);
-        answerRange(keys, results, range, read.covering, read.failure);
-      },
-    })),
-  ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
+        const fields = this.#fieldsOf(unit.keys);
+        const unitCall: CallContext = {
+          ...call,
+          callers: fields.length,
+          fields: call.showCalls ? fields : undefined,
+        };
+        if (reservation) unitCall.budget = reservation;
+        try {
+          await unit.load(unitCall);
+        } catch (error) {
+          for (const key of unit.keys) this.#results[key] = error as Error;
+        } finally {
+          reservation?.release();
+        }
+      }),
+    );
+  }
 
-  await runUnits(units, call, fieldsOf, results);
-  answerTotalsOnly(keys, results, totalsOnly, brought);
-  return results;
+  /** A page of no items whose range failed answers from any call that brought `total`. */
+  #answerTotalsOnly(totalsOnly: readonly number[]): void {
+    const brought = this.#brought;
+    for (const index of totalsOnly) {
+      if (!brought || !(this.#results[index] instanceof Error)) continue;
+      this.#results[index] = {
+        ...brought.list,
+        repositories: [],
+        offset: this.#key(index).offset ?? (brought.sentOffset ? 0 : brought.list.offset),
+      };
+    }
+  }
+
+  /** The caller's credential and forwarded headers, none of its request's budget, signal or log. */
+  #refresh(range: Range, kept: RangeCache): void {
+    const { client, call, options } = this;
+    const { authorization, caller, forwarded, requestId } = call;
+    const ends = this.#ends(range);
+    const page = { limit: range.end - range.start, offset: range.start };
+    options.refreshes?.start(joinKey(listRepositories, page, call), ROUTE, async (signal) => {
+      const own: CallContext = { authorization, caller, forwarded, requestId, signal };
+      const { failure } = await readRange(client, own, range, ends, options.pageCap, kept);
+      if (failure) throw failure;
+    });
+  }
 }
 
 /**
@@ -214,91 +320,6 @@ function planRanges(keys: readonly PageQuery[], maxCoalescedRange: number) {
   return { direct, ranges, totalsOnly };
 }
 
-/** A range's pages, sliced from what covers it (fetched or kept). */
-function answerRange(
-  keys: readonly PageQuery[],
-  results: Array<RepositoryList | Error>,
-  range: Range,
-  covering: RepositoryList,
-  failure?: Error,
-): void {
-  const covered = range.start + covering.repositories.length;
-  for (const index of range.keys) {
-    const key = keys[index] as PageQuery;
-    // Cut short: the pages it finished answer; those it did not get its failure.
-    if (failure && key.limit !== 0 && Math.min(pageEnd(key), covering.total) > covered) {
-      results[index] = failure;
-      continue;
-    }
-    const from = (key.offset ?? 0) - range.start;
-    results[index] = {
-      ...covering,
-      repositories: from < 0 ? [] : covering.repositories.slice(from, from + (key.limit ?? 0)),
-      // An omitted offset is the upstream's default (0); echo what it said when it was asked alone.
-      offset: key.offset ?? (range.start === 0 ? covering.offset : 0),
-    };
-  }
-}
-
-/**
- * Reserves every unit's planned calls before any call; a unit whose plan does not fit still gets
- * its first call from what is left (docs/operations.md#limits).
- */
-async function runUnits(
-  units: readonly Unit[],
-  call: CallContext,
-  fieldsOf: (indexes: readonly number[]) => string[],
-  results: Array<RepositoryList | Error>,
-): Promise<void> {
-  const budget = call.budget;
-  const planned = units.map((unit) => budget?.reserve(unit.calls));
-  const reservations = planned.map((reservation) => reservation ?? budget?.reserve(1));
-  await Promise.all(
-    units.map(async (unit, index) => {
-      const reservation = reservations[index];
-      if (budget && !reservation) {
-        for (const index of unit.keys) results[index] = new UpstreamBudgetError(budget.limit);
-        return;
-      }
-      const fields = fieldsOf(unit.keys);
-      const unitCall: CallContext = {
-        ...call,
-        callers: fields.length,
-        fields: call.showCalls ? fields : undefined,
-      };
-      if (reservation) unitCall.budget = reservation;
-      try {
-        await unit.load(unitCall);
-      } catch (error) {
-        for (const index of unit.keys) results[index] = error as Error;
-      } finally {
-        reservation?.release();
-      }
-    }),
-  );
-}
-
-/** A page of no items whose range failed answers from any call that brought `total`. */
-function answerTotalsOnly(
-  keys: readonly PageQuery[],
-  results: Array<RepositoryList | Error>,
-  totalsOnly: readonly number[],
-  brought: Brought,
-): void {
-  for (const index of totalsOnly) {
-    if (!brought || !(results[index] instanceof Error)) continue;
-    const key = keys[index] as PageQuery;
-    results[index] = {
-      ...brought.list,
-      repositories: [],
-      offset: key.offset ?? (brought.sentOffset ? 0 : brought.list.offset),
-    };
-  }
-}
-
-const rangeEnds = (keys: readonly PageQuery[], range: Range) =>
-  range.keys.map((index) => pageEnd(keys[index] as PageQuery)).sort((a, b) => a - b);
-
 /** Fetches a range and keeps it in `kept` under the strictest policy of its calls. */
 async function readRange(
   client: PageSource,
@@ -326,28 +347,6 @@ async function readRange(
     if (!reads.unpoliced) kept.keep(call, read.covering, range.start, reads.policy, since);
   }
   return read;
-}
-
-/** The caller's credential and forwarded headers, none of its request's budget, signal or log. */
-function refresh(
-  client: PageSource,
-  call: CallContext,
-  range: Range,
-  ends: readonly number[],
-  options: LoaderOptions,
-  ranges: RangeCache,
-): void {
-  const { authorization, caller, forwarded, requestId } = call;
-  const key = joinKey(
-    listRepositories,
-    { limit: range.end - range.start, offset: range.start },
-    call,
-  );
-  options.refreshes?.start(key, ROUTE, async (signal) => {
-    const own: CallContext = { authorization, caller, forwarded, requestId, signal };
-    const { failure } = await readRange(client, own, range, ends, options.pageCap, ranges);
-    if (failure) throw failure;
-  });
 }
 
 const pageEnd = (key: PageQuery) => (key.offset ?? 0) + (key.limit ?? 0);
