@@ -5,27 +5,16 @@ import { requestState } from '../request-state.js';
 import type { CompletedCall } from '../upstream/client.js';
 import { addToList } from './headers.js';
 
-type Stricter = (kept: string, next: string) => string;
-
 const asNumber = (value: string) => (value.trim() === '' ? Number.NaN : Number(value));
 
-/** A value that does not read as a number loses to one that does. */
-const numeric =
-  (isStricter: (next: number, kept: number) => boolean): Stricter =>
-  (kept, next) => {
-    const [a, b] = [asNumber(kept), asNumber(next)];
-    if (Number.isNaN(b)) return kept;
-    return Number.isNaN(a) || isStricter(b, a) ? next : kept;
-  };
-
-const smallest = numeric((next, kept) => next < kept);
-const largest = numeric((next, kept) => next > kept);
-const first: Stricter = (kept) => kept;
-
-function stricterOf(name: string): Stricter {
-  if (name === 'retry-after' || name.endsWith('-reset') || name.endsWith('-used')) return largest;
-  if (name.endsWith('-remaining') || name.endsWith('-limit')) return smallest;
-  return first;
+/** Of two values of a header, the stricter; a value that does not read as a number loses. */
+function stricter(name: string, kept: string, next: string): string {
+  const largest = name === 'retry-after' || name.endsWith('-reset') || name.endsWith('-used');
+  if (!largest && !name.endsWith('-remaining') && !name.endsWith('-limit')) return kept;
+  const [a, b] = [asNumber(kept), asNumber(next)];
+  if (Number.isNaN(b)) return kept;
+  if (Number.isNaN(a)) return next;
+  return (largest ? b > a : b < a) ? next : kept;
 }
 
 /** The IETF fields, passed back as a pair from one call so that they agree. */
@@ -73,7 +62,7 @@ export function strictestHeaders(
       if (value === undefined) continue;
       merged ??= {};
       const kept = merged[name];
-      merged[name] = kept === undefined ? value : stricterOf(name)(kept, value);
+      merged[name] = kept === undefined ? value : stricter(name, kept, value);
     }
     const remaining = remainingOf(headers.ratelimit);
     const fields = Object.fromEntries(Object.entries(headers).filter(([name]) => PAIR.has(name)));

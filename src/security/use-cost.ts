@@ -1,10 +1,10 @@
 import {
+  type ASTNode,
   type DocumentNode,
   type GraphQLSchema,
   getOperationAST,
   getVariableValues,
   type OperationDefinitionNode,
-  type ValueNode,
   visit,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
@@ -94,24 +94,19 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, 
 /** The variables the cost can depend on: those in slicing arguments and in @include / @skip. */
 function costVariables(document: DocumentNode, slicing: ReadonlySet<string>): string[] {
   const names = new Set<string>();
-  const collect = (value: ValueNode) =>
-    visit(value, {
-      Variable(node) {
-        names.add(node.name.value);
+  const collect = (node: ASTNode) =>
+    visit(node, {
+      Variable(variable) {
+        names.add(variable.name.value);
       },
     });
-  let inDirective = 0;
   visit(document, {
-    Directive: {
-      enter() {
-        inDirective++;
-      },
-      leave() {
-        inDirective--;
-      },
+    Directive(node) {
+      collect(node);
+      return false;
     },
     Argument(node) {
-      if (inDirective > 0 || slicing.has(node.name.value)) collect(node.value);
+      if (slicing.has(node.name.value)) collect(node.value);
     },
   });
   return [...names].sort();
