@@ -10,7 +10,7 @@ import { type Config, ConfigError, loadConfig } from './config.js';
 import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import { createHealth, type Health } from './http/health.js';
 import { type MetricsSource, metricsListener, registrySource } from './http/use-metrics.js';
-import { runPrimary, type WorkerLink, workerLink } from './process/cluster.js';
+import { runPrimary, workerLink } from './process/cluster.js';
 import { compileHttpParser } from './process/memory.js';
 import {
   errorName,
@@ -19,15 +19,15 @@ import {
   unexpectedFailure,
 } from './process/startup-errors.js';
 import { connectRedis, type RedisConnection } from './redis.js';
-import { type ApqStore, createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
+import { createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
 import { createRateLimiter, type RateLimiter } from './security/use-rate-limit.js';
 import { VERSION } from './telemetry/build-info.js';
 import { createLogger, type Logger } from './telemetry/logger.js';
-import { createMetrics } from './telemetry/metrics.js';
+import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import type { Tracing } from './telemetry/tracing.js';
 import { UpstreamClient } from './upstream/client.js';
 
-/** Before any logger exists (the log level is configuration too), and for start-up failures. */
+/** Before any logger exists, and for start-up failures: one stderr line, exit 1. */
 function failStartup(line: string): never {
   process.stderr.write(`${line}\n`);
   process.exit(1);
@@ -55,11 +55,10 @@ function readConfig(): ServingConfig {
 }
 
 type ListenVariables = { port: string; host: string };
+const SERVER_VARIABLES: ListenVariables = { port: 'PORT', host: 'HOST' };
+const METRICS_VARIABLES: ListenVariables = { port: 'METRICS_PORT', host: 'HOST' };
 
-/**
- * Listens, or fails with the start-up line that names the variable behind the port or the host.
- * `node:http` servers are `net` servers, so the probe below and the real servers share it.
- */
+/** Listens, or fails with the start-up line that names the variable behind the port or the host. */
 async function listenOn(
   server: NetServer,
   port: number,
@@ -77,10 +76,7 @@ async function listenOn(
   });
 }
 
-/**
- * Binds the port for a moment and lets it go: a busy port fails start-up at once, not after the
- * parser compile and the workers. The real listen still reports a port taken in between.
- */
+/** Binds the port for a moment: a busy port fails start-up before the parser compile and the workers. */
 async function checkPortFree(
   port: number,
   host: string | undefined,
@@ -92,44 +88,13 @@ async function checkPortFree(
   await new Promise<void>((resolve) => probe.close(() => resolve()));
 }
 
-/** Where the URL shows a password (REDIS_URL may), only its scheme, host and port are logged. */
-function safeOrigin(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.protocol}//${parsed.host}`;
-}
-
-function warnAboutCredentials(credentials: CredentialPolicy, logger: Logger): void {
-  if (credentials.mode === 'service-key' && !credentials.acceptsClient) {
-    logger.warn(
-      "SERVICE-KEY MODE WITHOUT A CLIENT CHECK (ALLOW_ANONYMOUS_SERVICE_KEY=true): anyone who can reach this port acts with the facade's upstream key",
-    );
-  }
-}
-
-/**
- * Log lines are written asynchronously (off the request path): flush them before exiting. The
- * flush is bounded, and a closed or stalled stdout drops the lines rather than hold the process
- * (src/telemetry/logger.ts).
- */
-function exitAfterFlush(logger: Logger, code: number): void {
-  logger.flush(() => process.exit(code));
-}
-
-// Node reads a whole chunk at once however many pipelined requests it holds, and runs each, while
-// their answers wait in memory for the ones before them: a client that sends many and reads none
-// holds that memory for as long as it likes. More than this many in progress on one connection
-// cuts it; pipelining clients send far fewer.
+// What one client may hold of the server: docs/operations.md#connections.
 const MAX_REQUESTS_IN_PROGRESS = 16;
 const HEADERS_TIMEOUT_MS = 10_000;
 
-/**
- * The HTTP server, and what one client may hold of it: a connection for as long as it takes to
- * send a request, the process's connections (a slow sender holds one for nothing), and requests
- * in progress on one connection.
- */
 function createHttpServer(config: Config, handler: RequestListener): Server {
   const { requestTimeoutMs, maxConnections } = config.server;
-  // The count is the connection's: keyed by its socket, it goes when the socket goes.
+  // Keyed by the socket: the count goes when the connection goes.
   const inProgress = new WeakMap<Socket, number>();
   const server = createServer(
     {
@@ -159,7 +124,7 @@ function createHttpServer(config: Config, handler: RequestListener): Server {
 /** /metrics on a port of its own (METRICS_PORT), on the same HOST. */
 async function serveMetrics(config: Config, port: number, source: MetricsSource): Promise<Server> {
   const server = createHttpServer(config, metricsListener(source, PATHS.metrics));
-  await listenOn(server, port, config.host, { port: 'METRICS_PORT', host: 'HOST' });
+  await listenOn(server, port, config.host, METRICS_VARIABLES);
   return server;
 }
 
@@ -170,21 +135,16 @@ function announceMetrics(config: Config, logger: Logger, server: Server): void {
   logger.info({ metricsUrl }, `Metrics on ${metricsUrl} (METRICS_PORT)`);
 }
 
-/** What main() has started: the process must close these again on the way out. */
+/** What start() has opened, for the drain to close again. */
 interface Started {
   server: Server;
-  /** Set when METRICS_PORT is, except in a cluster worker: there the primary serves it. */
+  /** Unset in a cluster worker: there the primary serves METRICS_PORT. */
   metricsServer: Server | undefined;
-  /** Set in a cluster worker. */
-  link: WorkerLink | undefined;
   client: UpstreamClient;
   health: Health;
   rateLimiter: RateLimiter | undefined;
-  /** The process's one Redis connection (rate limit, APQ, response cache), with REDIS_URL. */
   redis: RedisConnection | undefined;
   redisReady: Promise<boolean> | undefined;
-  apqStore: ApqStore | undefined;
-  upstreamUrl: string;
   tracing: Tracing | undefined;
   credentials: CredentialPolicy;
   refreshes: Refreshes;
@@ -194,8 +154,7 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
   // First: its one-off memory must not come on top of the app's.
   await compileHttpParser();
   const link = workerLink();
-  // Before the server exists: the server span comes from patching node:http. Without an
-  // endpoint the SDK is not even loaded.
+  // Before the server exists: the server span comes from patching node:http.
   const tracing = config.tracing
     ? await (await import('./telemetry/tracing.js')).startTracing(
         config.tracing,
@@ -204,60 +163,30 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
         logger,
       )
     : undefined;
-  const { upstreamUrl } = config;
   const metrics = createMetrics({
     processMetrics: true,
     ...(link ? { defaultLabels: { worker: link.id } } : {}),
   });
   if (link) {
-    // prom-client's cluster aggregation asks each worker for this registry's metrics; a worker
-    // answers only once an AggregatorRegistry exists in it (its constructor adds the listener).
+    // A worker answers the primary's aggregation only once an AggregatorRegistry exists in it.
     new AggregatorRegistry();
     AggregatorRegistry.setRegistries([metrics.registry]);
   }
   const client = new UpstreamClient({
-    baseUrl: upstreamUrl,
+    baseUrl: config.upstreamUrl,
     ...config.upstream,
     onCall: (call) => metrics.observeUpstreamCall(call),
     onBreakerChange: (state, route) => metrics.observeBreaker(state, route),
     tracer: tracing?.tracer,
   });
-  // One connection for every user of Redis, and none when nothing would use it.
-  const usesRedis =
-    config.rateLimit.points > 0 || config.apq.enabled || config.responseCache.enabled;
-  const redis =
-    config.rateLimit.redisUrl && usesRedis
-      ? await connectRedis(config.rateLimit.redisUrl, {
-          timeoutMs: config.rateLimit.redisTimeoutMs,
-          logger,
-          onAvailability: (available) => metrics.observeRedis(available),
-          onMiss: (reason) => metrics.countRedisMiss(reason),
-        })
-      : undefined;
-  if (redis) metrics.observeRedis(true);
+  const redis = await connectSharedRedis(config, logger, metrics);
   const health = createHealth({
-    probeUrl: config.readinessCheckUpstream ? upstreamUrl : undefined,
+    probeUrl: config.readinessCheckUpstream ? config.upstreamUrl : undefined,
     gate: link?.clusterReady,
     redis,
   });
   const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
-  const redisReady = redis ? redisIsReady(redis.client, 5_000) : undefined;
-  const apqStore = !config.apq.enabled
-    ? undefined
-    : redis
-      ? createRedisApqStore(redis, {
-          ttlS: config.apq.ttlS,
-          maxBytes: config.apq.redisBytes,
-          memoryBytes: config.apq.cacheBytes,
-        })
-      : createMemoryApqStore(config.apq.cacheBytes);
-  const responseStore =
-    redis && config.responseCache.enabled
-      ? createRedisResponseStore(redis, {
-          redisBytes: config.responseCache.redisBytes,
-          memoryBytes: config.responseCache.maxBytes,
-        })
-      : undefined;
+  const redisReady = redis && redisIsReady(redis.client, 5_000);
   const credentials = createCredentialPolicy(config);
   const refreshes = createRefreshes({
     onEnd: (route, outcome) => metrics.countRefresh(route, outcome),
@@ -271,16 +200,13 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
     metrics,
     health,
     rateLimiter,
-    apqStore,
-    responseStore,
+    ...createStores(config, redis),
     metricsSource: config.metricsPort === undefined ? link?.metrics : null,
     tracing,
   });
-
-  // Draining (SIGTERM) is the readiness plugin's: it marks answers `Connection: close`. The only
-  // per-response bookkeeping here is createHttpServer's count of requests in progress.
+  // Draining is the readiness plugin's (`Connection: close`); the server only counts requests.
   const server = createHttpServer(config, yoga);
-  await listenOn(server, config.port, config.host, { port: 'PORT', host: 'HOST' });
+  await listenOn(server, config.port, config.host, SERVER_VARIABLES);
   const metricsServer =
     config.metricsPort !== undefined && !link
       ? await serveMetrics(config, config.metricsPort, registrySource(metrics.registry))
@@ -288,17 +214,55 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
   return {
     server,
     metricsServer,
-    link,
     client,
     health,
     rateLimiter,
     redis,
     redisReady,
-    apqStore,
-    upstreamUrl,
     tracing,
     credentials,
     refreshes,
+  };
+}
+
+/** The process's one Redis connection (rate limit, APQ, response cache); none when nothing uses it. */
+async function connectSharedRedis(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+): Promise<RedisConnection | undefined> {
+  const { redisUrl, redisTimeoutMs, points } = config.rateLimit;
+  const used = points > 0 || config.apq.enabled || config.responseCache.enabled;
+  if (!redisUrl || !used) return undefined;
+  const redis = await connectRedis(redisUrl, {
+    timeoutMs: redisTimeoutMs,
+    logger,
+    onAvailability: (available) => metrics.observeRedis(available),
+    onMiss: (reason) => metrics.countRedisMiss(reason),
+  });
+  metrics.observeRedis(true);
+  return redis;
+}
+
+function createStores(config: Config, redis: RedisConnection | undefined) {
+  const { apq, responseCache } = config;
+  return {
+    apqStore: !apq.enabled
+      ? undefined
+      : redis
+        ? createRedisApqStore(redis, {
+            ttlS: apq.ttlS,
+            maxBytes: apq.redisBytes,
+            memoryBytes: apq.cacheBytes,
+          })
+        : createMemoryApqStore(apq.cacheBytes),
+    responseStore:
+      redis && responseCache.enabled
+        ? createRedisResponseStore(redis, {
+            redisBytes: responseCache.redisBytes,
+            memoryBytes: responseCache.maxBytes,
+          })
+        : undefined,
   };
 }
 
@@ -314,8 +278,8 @@ function redisIsReady(redis: Redis, timeoutMs: number): Promise<boolean> {
   });
 }
 
-async function announce(config: Config, logger: Logger, started: Started): Promise<void> {
-  const { server, rateLimiter, redisReady, apqStore, upstreamUrl } = started;
+async function announce(config: ServingConfig, logger: Logger, started: Started): Promise<void> {
+  const { server, rateLimiter, redisReady, credentials } = started;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host ?? 'localhost'}:${port}/graphql`;
@@ -323,16 +287,21 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
     { url, port, version: VERSION, node: process.version },
     `GraphQL facade ${VERSION} listening on ${url}${config.graphiql ? ' (GraphiQL in a browser)' : ''}`,
   );
-  const upstream = new URL(upstreamUrl).origin;
+  const upstream = new URL(config.upstreamUrl).origin;
   logger.info({ upstream }, `Upstream: ${upstream}`);
   if (started.metricsServer) announceMetrics(config, logger, started.metricsServer);
-  warnAboutCredentials(started.credentials, logger);
+  if (credentials.mode === 'service-key' && !credentials.acceptsClient) {
+    logger.warn(
+      "SERVICE-KEY MODE WITHOUT A CLIENT CHECK (ALLOW_ANONYMOUS_SERVICE_KEY=true): anyone who can reach this port acts with the facade's upstream key",
+    );
+  }
   if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
-  // redisReady is unset when REDIS_URL is, or when neither the rate limit nor APQ would use it.
   if (config.rateLimit.redisUrl && redisReady) {
-    const where = safeOrigin(config.rateLimit.redisUrl);
-    const shared = [rateLimiter && 'rate limits', apqStore && 'APQ documents'].filter(Boolean);
-    const what = shared.join(' and ');
+    // Scheme, host and port only: the URL may hold a password.
+    const { protocol, host } = new URL(config.rateLimit.redisUrl);
+    const where = `${protocol}//${host}`;
+    const shared = [rateLimiter && 'rate limits', config.apq.enabled && 'APQ documents'];
+    const what = shared.filter(Boolean).join(' and ');
     if (await redisReady)
       logger.info(
         { store: 'redis', redis: where },
@@ -344,25 +313,18 @@ async function announce(config: Config, logger: Logger, started: Started): Promi
         `Redis at ${where} not reachable yet; each replica counts and stores alone until it is`,
       );
   }
-  if (config.persistedDocuments.documents) {
+  const { documents, only } = config.persistedDocuments;
+  if (documents) {
     logger.info(
-      {
-        trustedDocuments: config.persistedDocuments.documents.size,
-        only: config.persistedDocuments.only,
-      },
-      config.persistedDocuments.only
-        ? `Only trusted documents run (${config.persistedDocuments.documents.size} in PERSISTED_DOCUMENTS)`
-        : `${config.persistedDocuments.documents.size} trusted documents (PERSISTED_DOCUMENTS); other documents run too`,
+      { trustedDocuments: documents.size, only },
+      only
+        ? `Only trusted documents run (${documents.size} in PERSISTED_DOCUMENTS)`
+        : `${documents.size} trusted documents (PERSISTED_DOCUMENTS); other documents run too`,
     );
   }
 }
 
-/**
- * SIGTERM: readiness turns 503 and the listener closes, but open connections are not cut: each
- * ends after its next answer, which says `Connection: close`, or when it has stayed idle for the
- * keep-alive timeout the server announced. Closing an idle keep-alive connection at once (what
- * http.Server#close does) resets requests that clients are already sending on it.
- */
+/** SIGTERM and SIGINT drain as docs/operations.md#shutdown describes, then exit 0. */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
   const { server, metricsServer, client, health, rateLimiter, redis, tracing, refreshes } = started;
   let stopping = false;
@@ -371,6 +333,7 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
     stopping = true;
     health.startDraining();
     logger.info({ signal, graceMs: config.shutdownGraceMs }, 'draining');
+    // net.Server#close: http.Server#close would also cut idle keep-alive connections.
     const closed = new Promise<void>((resolve) =>
       NetServer.prototype.close.call(server, () => resolve()),
     );
@@ -385,14 +348,13 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
       // Scraped until the drain is over, so the metrics cover the last requests.
       metricsServer?.close();
       metricsServer?.closeAllConnections();
-      // Background refreshes end before the client closes, within what is left of the grace.
       await refreshes.drain(config.shutdownGraceMs);
       await Promise.allSettled([client.close(), rateLimiter?.close()]);
       redis?.disconnect();
       // Last: the spans of the requests that just drained are exported before the exit.
       await tracing?.shutdown().catch(() => {});
       logger.info('stopped');
-      exitAfterFlush(logger, 0);
+      logger.flush(() => process.exit(0));
     });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -415,19 +377,14 @@ async function main() {
 
   // Once, in the process that starts everything: a worker's listen goes through the primary.
   if (cluster.isPrimary) {
-    await checkPortFree(config.port, config.host, { port: 'PORT', host: 'HOST' }).catch(
-      failedToStart,
-    );
+    await checkPortFree(config.port, config.host, SERVER_VARIABLES).catch(failedToStart);
     if (config.metricsPort !== undefined) {
-      await checkPortFree(config.metricsPort, config.host, {
-        port: 'METRICS_PORT',
-        host: 'HOST',
-      }).catch(failedToStart);
+      await checkPortFree(config.metricsPort, config.host, METRICS_VARIABLES).catch(failedToStart);
     }
   }
   if (config.workers > 1 && cluster.isPrimary) {
     const clusterMetrics = runPrimary(config, logger, config.workers);
-    // The primary holds the aggregate, so it serves a METRICS_PORT itself, until it exits.
+    // The primary holds the aggregate, so it serves a METRICS_PORT itself.
     if (config.metricsPort !== undefined) {
       const metricsServer = await serveMetrics(config, config.metricsPort, clusterMetrics).catch(
         failedToStart,
@@ -440,7 +397,7 @@ async function main() {
   // Once serving, a crash is the log's: a fatal line with its stack, flushed before exiting.
   onFailure = (error, kind) => {
     logger.fatal({ err: error }, kind);
-    exitAfterFlush(logger, 1);
+    logger.flush(() => process.exit(1));
   };
   drainOnSignals(config, logger, started);
   await announce(config, logger, started);

@@ -1,12 +1,11 @@
-import cluster, { type Worker } from 'node:cluster';
+import cluster from 'node:cluster';
 import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import type { MetricsSource } from '../http/use-metrics.js';
 import type { Logger } from '../telemetry/logger.js';
 
-// The messages between the primary and its workers. prom-client and rate-limiter-flexible use the
-// same IPC channel with messages of their own, so every one of ours carries this type prefix.
+// prom-client and rate-limiter-flexible share the IPC channel: every message of ours has this prefix.
 const READY = 'facade:cluster-ready';
 const METRICS_REQUEST = 'facade:metrics-request';
 const METRICS_REPLY = 'facade:metrics-reply';
@@ -14,7 +13,7 @@ const METRICS_REPLY = 'facade:metrics-reply';
 type Message =
   | { type: typeof READY; ready: boolean }
   | { type: typeof METRICS_REQUEST; id: number }
-  | { type: typeof METRICS_REPLY; id: number; text: string; contentType: string };
+  | ({ type: typeof METRICS_REPLY; id: number } & MetricsText);
 
 const isMessage = (value: unknown): value is Message =>
   typeof value === 'object' &&
@@ -22,23 +21,18 @@ const isMessage = (value: unknown): value is Message =>
   typeof (value as { type?: unknown }).type === 'string' &&
   (value as { type: string }).type.startsWith('facade:');
 
-/** What a worker knows of the cluster: whether every worker is ready, and the metrics of all. */
-export interface WorkerLink {
-  /** True once the primary has seen every worker listen; false again while one is replaced. */
-  clusterReady(): boolean;
-  /** Prometheus text for every worker (and the primary's own counters), asked of the primary. */
-  metrics(): Promise<{ text: string; contentType: string }>;
-  /** This worker's id, a label on its own metrics so the aggregated answer keeps them apart. */
-  id: string;
-}
+type MetricsText = Awaited<ReturnType<MetricsSource>>;
 
-/** In a worker: listens to the primary. Undefined in a single process. */
-export function workerLink(): WorkerLink | undefined {
+/**
+ * In a worker (undefined in a single process): whether every worker listens, false again while
+ * one is replaced, and the whole cluster's metrics, asked of the primary.
+ */
+export function workerLink() {
   const worker = cluster.worker;
   if (!cluster.isWorker || !worker) return undefined;
   let ready = false;
   let next = 0;
-  const pending = new Map<number, (reply: { text: string; contentType: string }) => void>();
+  const pending = new Map<number, (reply: MetricsText) => void>();
   process.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
     if (message.type === READY) ready = message.ready;
@@ -51,7 +45,7 @@ export function workerLink(): WorkerLink | undefined {
     id: String(worker.id),
     clusterReady: () => ready,
     metrics: () =>
-      new Promise((resolve) => {
+      new Promise<MetricsText>((resolve) => {
         const id = next++;
         pending.set(id, resolve);
         process.send?.({ type: METRICS_REQUEST, id } satisfies Message);
@@ -59,20 +53,21 @@ export function workerLink(): WorkerLink | undefined {
   };
 }
 
-// A worker that keeps dying is restarted later each time, so a crash loop does not spin a core.
+// A worker that keeps dying is restarted later each time (docs/operations.md#workers).
 const RESTART_BASE_MS = 200;
 const RESTART_MAX_MS = 30_000;
 const CRASH_MEMORY_MS = 60_000;
 
-/**
- * The primary: forks `count` workers that share the port, replaces a worker that dies (with a
- * back-off, counted in `facade_worker_restarts_total`), answers the workers' metrics requests with
- * every worker's metrics, tells them when all are ready, and on SIGTERM drains them all and exits
- * once every one has exited. Returns the whole cluster's metrics, for a METRICS_PORT of its own.
- */
-export function runPrimary(config: Config, logger: Logger, count: number): MetricsSource {
-  // The in-memory rate limit is kept here, so N workers share one budget per client.
-  new RateLimiterClusterMaster();
+/** Records a crash; the delay before the next restart doubles with each crash of the last minute. */
+function restartDelay(crashes: number[]): number {
+  const now = Date.now();
+  crashes.push(now);
+  while ((crashes[0] ?? now) < now - CRASH_MEMORY_MS) crashes.shift();
+  return Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (crashes.length - 1));
+}
+
+/** Every worker's metrics, with the primary's own `facade_worker_restarts_total`. */
+function clusterRegistry() {
   const aggregator = new AggregatorRegistry();
   const own = new Registry();
   const restarts = new Counter({
@@ -84,22 +79,33 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
     const [workers, primary] = await Promise.all([aggregator.clusterMetrics(), own.metrics()]);
     return { text: `${workers}\n${primary}`, contentType: aggregator.contentType };
   };
+  return { restarts, clusterMetrics };
+}
+
+const workers = () => Object.values(cluster.workers ?? {});
+
+/**
+ * The primary: forks `count` workers that share the port, replaces a worker that dies, answers
+ * their metrics requests, tells them when all are ready, and drains them all on SIGTERM.
+ * Returns the whole cluster's metrics, for a METRICS_PORT of its own.
+ */
+export function runPrimary(config: Config, logger: Logger, count: number): MetricsSource {
+  // The in-memory rate limit is kept here, so N workers share one budget per client.
+  new RateLimiterClusterMaster();
+  const { restarts, clusterMetrics } = clusterRegistry();
   const listening = new Set<number>();
   const crashes: number[] = [];
   let stopping = false;
-  // A worker that dies before any worker ever listened failed to start (its one stderr line says
-  // why): the primary stops with it rather than restarting it forever.
+  // A worker that dies before any worker ever listened failed to start: the primary stops with it.
   let started = false;
 
   const broadcast = () => {
     const ready = !stopping && listening.size === count;
-    for (const worker of Object.values(cluster.workers ?? {})) {
-      worker?.send({ type: READY, ready } satisfies Message);
-    }
+    for (const worker of workers()) worker?.send({ type: READY, ready } satisfies Message);
   };
 
   const fork = () => {
-    const worker: Worker = cluster.fork();
+    const worker = cluster.fork();
     worker.on('listening', () => {
       started = true;
       listening.add(worker.id);
@@ -118,7 +124,7 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
   cluster.on('exit', (worker, code, signal) => {
     listening.delete(worker.id);
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) {
+      if (workers().length === 0) {
         logger.info('every worker has stopped');
         logger.flush(() => process.exit(0));
       }
@@ -126,13 +132,10 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
     }
     if (!started) {
       stopping = true;
-      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGKILL');
+      for (const other of workers()) other?.process.kill('SIGKILL');
       process.exit(1);
     }
-    const now = Date.now();
-    crashes.push(now);
-    while ((crashes[0] ?? now) < now - CRASH_MEMORY_MS) crashes.shift();
-    const delay = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (crashes.length - 1));
+    const delay = restartDelay(crashes);
     restarts.inc();
     logger.error(
       { worker: worker.id, code, signal, restartInMs: delay },
@@ -149,10 +152,10 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
     stopping = true;
     logger.info({ signal, workers: listening.size }, 'draining every worker');
     broadcast();
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    for (const worker of workers()) worker?.process.kill('SIGTERM');
     // A worker that does not exit within its own grace is cut, so the primary always ends.
     setTimeout(() => {
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+      for (const worker of workers()) worker?.process.kill('SIGKILL');
     }, config.shutdownGraceMs + 5_000).unref();
   };
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -59,7 +59,6 @@ function metricName(trusted: ReadonlySet<string> | undefined, name: string | und
  */
 export function useRequestLog(options: RequestLogOptions): Plugin<Context, ServerContext> {
   const { logger, trustedOperationNames } = options;
-  const probes = new Set(options.probePaths);
   return {
     onRequest({ request, url, serverContext }) {
       requestState(serverContext).log = {
@@ -115,8 +114,8 @@ export function useRequestLog(options: RequestLogOptions): Plugin<Context, Serve
       if (!state) return;
       const requestId = state.context?.requestId ?? state.incomingId ?? randomUUID();
       response.headers.set('x-request-id', requestId);
-      const line = { state, request, status: response.status, requestId };
-      const write = () => writeLine(options, probes, line, responseCache === 'hit');
+      const hit = responseCache === 'hit';
+      const write = () => writeLine(options, state, request, response.status, requestId, hit);
       if (state.streamed) state.streamed.then(write);
       else write();
     },
@@ -151,17 +150,12 @@ function watchResult(
   };
 }
 
-interface Answer {
-  state: RequestLogRecord;
-  request: Request;
-  status: number;
-  requestId: string;
-}
-
 function writeLine(
-  { logger, metrics, trustedOperationNames }: RequestLogOptions,
-  probes: ReadonlySet<string>,
-  { state, request, status, requestId }: Answer,
+  { logger, metrics, probePaths, trustedOperationNames }: RequestLogOptions,
+  state: RequestLogRecord,
+  request: Request,
+  status: number,
+  requestId: string,
   hit: boolean,
 ) {
   const seconds = (performance.now() - state.started) / 1000;
@@ -195,7 +189,7 @@ function writeLine(
     errors: state.codes.length > 0 ? state.codes : undefined,
     cancelled: cancelled || undefined,
   };
-  if (probes.has(state.path)) logger.debug(line, 'probe');
+  if (probePaths.includes(state.path)) logger.debug(line, 'probe');
   else if (status >= 500) logger.error(line, REQUEST_MESSAGE);
   else logger.info(line, REQUEST_MESSAGE);
 }
