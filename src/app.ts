@@ -223,15 +223,14 @@ function createPipeline(app: AppParts): Stage[] {
 /** The facade: Yoga running the pipeline. */
 export function createApp(deps: AppDeps) {
   const app = withDefaults(deps);
-  const { config, metrics } = app;
+  const { config } = app;
   return createYoga<ServerContext, RequestContext>({
     schema,
     context: createContextFactory({
       config,
       client: app.client,
+      metrics: app.metrics,
       tracer: app.tracing?.tracer,
-      onJoin: (route) => metrics.countJoinedCall(route),
-      onCacheLookup: (route, result) => metrics.countCacheLookup(route, result),
       ranges: app.rangeCache,
       refreshes: app.refreshes,
       credentials: app.credentials,

@@ -13,7 +13,7 @@ import {
   type RequestStateCarrier,
   requestState,
 } from './request-state.js';
-import type { CacheLookup } from './telemetry/metrics.js';
+import type { CacheLookup, Metrics } from './telemetry/metrics.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
@@ -65,10 +65,9 @@ interface ContextDeps {
   config: Config;
   client: UpstreamClient;
   credentials: CredentialPolicy;
+  metrics: Metrics;
   /** Set when spans are exported: the DNS look-ups get spans. */
   tracer?: Tracer | undefined;
-  onJoin?: ((route: string) => void) | undefined;
-  onCacheLookup?: ((route: string, result: CacheLookup) => void) | undefined;
   /** None: stale-while-revalidate is off. */
   refreshes?: Refreshes | undefined;
   /** None: every range is fetched. */
@@ -80,9 +79,8 @@ export function createContextFactory({
   config,
   client,
   credentials,
+  metrics,
   tracer,
-  onJoin,
-  onCacheLookup,
   refreshes,
   ranges,
 }: ContextDeps) {
@@ -90,7 +88,11 @@ export function createContextFactory({
   const propagator = createPropagator(config.propagators);
   // Shared by every request: the upstream's page size, and the reads in flight to join.
   const pageCap = createPageCap();
-  const inFlight = createInFlight(client, { enabled: config.joinUpstreamCalls, onJoin });
+  const inFlight = createInFlight(client, {
+    enabled: config.joinUpstreamCalls,
+    onJoin: (route) => metrics.countJoinedCall(route),
+  });
+  const onLookup = (route: string, result: CacheLookup) => metrics.countCacheLookup(route, result);
   return (initial: YogaInitialContext & ServerContext): RequestContext => {
     const { headers, signal } = initial.request;
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
@@ -130,7 +132,7 @@ export function createContextFactory({
         pageCap,
         ranges,
         refreshes,
-        onLookup: onCacheLookup,
+        onLookup,
         onCachedRange: (hit, fields) =>
           cachedRanges.push({ policy: hit.policy, fields, stale: hit.stale }),
       }),
