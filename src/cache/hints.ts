@@ -14,7 +14,7 @@ import {
   visitWithTypeInfo,
 } from 'graphql';
 import type { CompletedCall } from '../upstream/client.js';
-import { type CachePolicy, NO_STORE, readsPolicy, strictest } from './policy.js';
+import { type CachePolicy, NO_STORE, readsPolicy, strictestOf } from './policy.js';
 
 interface Annotated {
   astNode?: { directives?: ReadonlyArray<DirectiveLike> | undefined } | null | undefined;
@@ -64,23 +64,21 @@ const hintsByDocument = new WeakMap<DocumentNode, CachePolicy | null>();
 export function staticHint(schema: GraphQLSchema, document: DocumentNode): CachePolicy | undefined {
   const known = hintsByDocument.get(document);
   if (known !== undefined) return known ?? undefined;
-  let hint: CachePolicy | undefined;
+  const hints: Array<CachePolicy | undefined> = [];
   const typeInfo = new TypeInfo(schema);
-  const add = (found: CachePolicy | undefined) => {
-    if (found) hint = hint ? strictest(hint, found) : found;
-  };
   visit(
     document,
     visitWithTypeInfo(typeInfo, {
       Field() {
         const field = typeInfo.getFieldDef() as GraphQLField<unknown, unknown> | null;
         if (!field) return;
-        add(cacheControlHint(field));
+        hints.push(cacheControlHint(field));
         const type = getNamedType(field.type);
-        if (isCompositeType(type)) add(cacheControlHint(type as GraphQLCompositeType));
+        if (isCompositeType(type)) hints.push(cacheControlHint(type as GraphQLCompositeType));
       },
     }),
   );
+  const hint = strictestOf(hints);
   hintsByDocument.set(document, hint ?? null);
   return hint;
 }
@@ -106,10 +104,6 @@ export function operationPolicy(executed: ExecutedOperation): CachePolicy {
   if (executed.readUnhinted && !executed.hint) return NO_STORE;
   const reads = readsPolicy(executed.calls);
   if (reads.unpoliced && !executed.hint) return NO_STORE;
-  let policy = executed.hint;
-  if (reads.policy) policy = policy ? strictest(policy, reads.policy) : reads.policy;
-  for (const { policy: kept } of executed.cached ?? []) {
-    policy = policy ? strictest(policy, kept) : kept;
-  }
-  return policy ?? NO_STORE;
+  const cached = (executed.cached ?? []).map(({ policy }) => policy);
+  return strictestOf([executed.hint, reads.policy, ...cached]) ?? NO_STORE;
 }

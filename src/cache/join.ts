@@ -92,13 +92,7 @@ function start<In, Out>(
   const controller = new AbortController();
   const listeners: Entry['listeners'] = call.onCall ? [call.onCall] : [];
   const promise = client.send(endpoint, input, {
-    authorization: call.authorization,
-    requestId: call.requestId,
-    trace: call.trace,
-    forwarded: call.forwarded,
-    callers: call.callers,
-    fields: call.fields,
-    showCalls: call.showCalls,
+    ...call,
     signal: controller.signal,
     budget: undefined,
     onCall: (completed) => {

@@ -143,6 +143,15 @@ export function withStale(policy: CachePolicy, stale: StaleDefaults | undefined)
   };
 }
 
+/** The strictest of `policies`; undefined when there is none. */
+export function strictestOf(policies: Iterable<CachePolicy | undefined>): CachePolicy | undefined {
+  let strict: CachePolicy | undefined;
+  for (const policy of policies) {
+    if (policy) strict = strict ? strictest(strict, policy) : policy;
+  }
+  return strict;
+}
+
 /** The stricter of two policies: the shorter lifetime, private if either is. */
 export function strictest(a: CachePolicy, b: CachePolicy): CachePolicy {
   if (a.maxAge === 0 || b.maxAge === 0) return NO_STORE;

@@ -14,7 +14,7 @@ import {
   stringBytes,
 } from './heap.js';
 import { joinKey } from './join.js';
-import { aged, type CachePolicy, staleWindow, strictest } from './policy.js';
+import { aged, type CachePolicy, staleWindow, strictestOf } from './policy.js';
 
 // The repository list's fetched ranges, kept per caller: docs/caching.md#ranges.
 
@@ -167,11 +167,10 @@ function worth(
 
 /** The strictest of the parts read; stale data gives whoever reads it no further lifetime. */
 function cachedRange(covering: RepositoryList, parts: ReadonlyArray<CachePolicy | Stale>) {
-  let policy: CachePolicy | undefined;
+  let policy = strictestOf(parts.map((part) => ('rule' in part ? undefined : part)));
   let stale: Stale | undefined;
   for (const part of parts) {
     if ('rule' in part) stale = { rule: part.rule, age: Math.max(stale?.age ?? 0, part.age) };
-    else policy = policy ? strictest(policy, part) : part;
   }
   if (stale) policy = { maxAge: 0, scope: policy?.scope ?? 'PRIVATE' };
   return { covering, policy: policy as CachePolicy, stale };

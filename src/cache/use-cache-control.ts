@@ -4,7 +4,7 @@ import type { Context, ServerContext } from '../context.js';
 import { addVary } from '../http/headers.js';
 import { requestState } from '../request-state.js';
 import { operationPolicy, staticHint } from './hints.js';
-import { type CachePolicy, NO_STORE, privateMaxAge, strictest } from './policy.js';
+import { type CachePolicy, NO_STORE, privateMaxAge, strictestOf } from './policy.js';
 
 export interface CacheControlOptions {
   /** Every answer depends on the caller, so is `private` whatever the upstream says. */
@@ -25,9 +25,7 @@ function answerPolicy(result: unknown, answered: readonly CachePolicy[] = []): C
   if (answered.length < results.length || results.some((one) => one?.errors?.length)) {
     return NO_STORE;
   }
-  let policy: CachePolicy | undefined;
-  for (const own of answered) policy = policy ? strictest(policy, own) : own;
-  return policy ?? NO_STORE;
+  return strictestOf(answered) ?? NO_STORE;
 }
 
 /**
