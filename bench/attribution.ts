@@ -13,12 +13,12 @@
 // build it, then `BENCH_BASE=/tmp/base npm run bench -- --attribution`.
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { cpuSeconds, FACADE_SCRIPT, startFacade, startFloor } from './processes.js';
+import { bases, cpuSeconds, startFacade, startFloor } from './processes.js';
 
 const ROUNDS = Number(process.env.BENCH_ATTRIBUTION_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 4);
-const BASE = process.env.BENCH_BASE;
+const BASE = bases[0];
 
 // What the configuration can turn off: the layers a variant leaves out.
 const OFF: Record<string, string> = {
@@ -60,7 +60,7 @@ async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
     await add(`facade ${name}`, (port) => startFacade(port, sandboxUrl, env));
     if (BASE) {
       await add(`base: facade ${name}`, (port) =>
-        startFacade(port, sandboxUrl, env, 1, `${BASE}/${FACADE_SCRIPT}`),
+        startFacade(port, sandboxUrl, env, 1, BASE.script),
       );
     }
   }

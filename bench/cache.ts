@@ -16,7 +16,7 @@
 import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { cpuSeconds, startFacade, startFloor, startSandbox } from './processes.js';
+import { bases, cpuSeconds, startFacade, startFloor, startSandbox } from './processes.js';
 
 const DURATION_S = Number(process.env.BENCH_CACHE_DURATION_S ?? 4);
 /** Seconds of the page per server before anything is measured. */
@@ -123,7 +123,7 @@ export async function cacheComparison({
   });
   children.push(sandbox);
 
-  const kinds = {
+  const kinds: Record<string, (port: number) => Promise<ChildProcess>> = {
     floor: (port: number) => startFloor(port, sandboxUrl),
     'yoga+cache': (port: number) => startFloor(port, sandboxUrl, 'yoga', {}, { FLOOR_CACHE: '1' }),
     'facade, nothing shared': (port: number) =>
@@ -132,12 +132,13 @@ export async function cacheComparison({
       startFacade(port, sandboxUrl, { RESPONSE_CACHE: 'false' }),
     'facade, cache on': (port: number) => startFacade(port, sandboxUrl),
   };
-  type Kind = keyof typeof kinds;
-  const servers = {} as Record<Kind, { pid: number; url: string }>;
-  for (const [kind, startKind] of Object.entries(kinds) as [
-    Kind,
-    (port: number) => Promise<ChildProcess>,
-  ][]) {
+  // BENCH_BASE's facades, with their defaults, beside this one's.
+  const baseKinds = bases.map((base) => `${base.name}, cache on`);
+  for (const [i, base] of bases.entries())
+    kinds[baseKinds[i] as string] = (port) => startFacade(port, sandboxUrl, {}, 1, base.script);
+  type Kind = string;
+  const servers: Record<Kind, { pid: number; url: string }> = {};
+  for (const [kind, startKind] of Object.entries(kinds)) {
     const port = await freePort();
     const child = await startKind(port);
     children.push(child);
@@ -146,7 +147,7 @@ export async function cacheComparison({
 
   const post = (kind: Kind, load: Load, seconds: number) =>
     autocannon({
-      url: servers[kind].url,
+      url: servers[kind]?.url as string,
       method: 'POST',
       duration: seconds,
       ...load,
@@ -173,14 +174,15 @@ export async function cacheComparison({
     return { max: Math.max(0, ...pages.values()), distinct: pages.size };
   };
 
-  const cached = new Set<Kind>(['yoga+cache', 'facade, cache on']);
+  const cached = new Set<Kind>(['yoga+cache', 'facade, cache on', ...baseKinds]);
   const measure = async (kind: Kind, load: Load): Promise<Row> => {
     await clearCalls();
     await post(kind, load, REWARM_S);
     const before = await calls();
-    const cpuBefore = cpuSeconds(servers[kind].pid);
+    const pid = servers[kind]?.pid as number;
+    const cpuBefore = cpuSeconds(pid);
     const result = await post(kind, load, DURATION_S);
-    const cpuS = cpuSeconds(servers[kind].pid) - cpuBefore;
+    const cpuS = cpuSeconds(pid) - cpuBefore;
     const measuredCalls = (await calls()) - before;
     const pages = cached.has(kind) ? await perPage() : { max: null, distinct: null };
     return {
@@ -194,7 +196,13 @@ export async function cacheComparison({
     };
   };
 
-  const compared: Kind[] = ['floor', 'yoga+cache', 'facade, cache off', 'facade, cache on'];
+  const compared: Kind[] = [
+    'floor',
+    'yoga+cache',
+    'facade, cache off',
+    'facade, cache on',
+    ...baseKinds,
+  ];
   const page = { connections, body: workloads.page };
   for (const kind of compared) await post(kind, page, WARM_S);
   const rows: ({ workload: string; server: string } & Row)[] = [];
@@ -229,14 +237,20 @@ export async function cacheComparison({
       'cache on ÷ floor': ratio(find(workload, 'floor')),
       'cache on ÷ yoga+cache': ratio(find(workload, 'yoga+cache')),
       'cache on ÷ cache off': ratio(find(workload, 'facade, cache off')),
+      ...Object.fromEntries(
+        baseKinds.map((kind) => [
+          `${kind} ÷ floor`,
+          Number((find(workload, kind).rps / find(workload, 'floor').rps).toFixed(2)),
+        ]),
+      ),
     };
   });
   console.log(`the upstream sending Cache-Control: max-age=${MAX_AGE_S}, ${DURATION_S} s a run:`);
   console.table(rows);
   console.table(ratios);
   console.table(scenarioRows);
-  for (const kind of Object.keys(servers) as Kind[]) {
-    const child = children.find((one) => one.pid === servers[kind].pid);
+  for (const server of Object.values(servers)) {
+    const child = children.find((one) => one.pid === server.pid);
     child?.kill('SIGTERM');
   }
   sandbox.kill('SIGTERM');

@@ -2,6 +2,7 @@
 // separate, pinned processes, observed through /proc.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
@@ -28,6 +29,15 @@ export function build(): void {
 
 /** The facade's production entry, compiled by `build()`. */
 export const FACADE_SCRIPT = 'dist/src/main.js';
+
+/**
+ * BENCH_BASE: other checkouts, comma-separated, each with its facade built (`npm run build` there),
+ * measured in the same rounds as this one; named by their folder.
+ */
+export const bases = (process.env.BENCH_BASE ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((dir) => ({ name: basename(dir), script: `${dir}/${FACADE_SCRIPT}` }));
 
 export interface StartOptions {
   /** A command that runs node, e.g. valgrind and its options (bench/instructions.ts). */
@@ -94,6 +104,25 @@ export const imageNodeFlags: string[] = (() => {
 })();
 
 /**
+ * V8's heap as in the pod: Node sizes it from the container's memory limit (a quarter of it, times
+ * two on 64-bit, for the old generation), and with it how far the heap may grow between full
+ * collections: 1.3 times the live heap under 512 MiB, 4 times on a host of 24 GiB. Outside a
+ * container the servers get the same size as `--max-old-space-size`; BENCH_POD_HEAP=0 leaves V8
+ * to size the heap from this machine's memory (docs/performance.md#memory).
+ */
+export const podHeapFlags: string[] = (() => {
+  if (process.env.BENCH_POD_HEAP === '0') return [];
+  const manifest = readFileSync(`${root}deploy/kubernetes/deployment.yaml`, 'utf8');
+  const limitMi = /limits:\s*\{\s*memory:\s*(\d+)Mi\s*\}/.exec(manifest)?.[1];
+  if (!limitMi)
+    throw new Error('deploy/kubernetes/deployment.yaml has no `limits: { memory: <n>Mi }`');
+  return [`--max-old-space-size=${Number(limitMi) / 2}`];
+})();
+
+/** node's options for every measured server: the image's command, in the pod's memory. */
+export const serverNodeFlags = [...imageNodeFlags, ...podHeapFlags];
+
+/**
  * The compiled facade with production settings in front of `upstreamUrl`: one process on core 0
  * unless `workers` asks for more, which then get every core.
  */
@@ -121,7 +150,7 @@ export function startFacade(
       ...env,
     },
     `http://127.0.0.1:${port}/health`,
-    { ...options, nodeFlags: [...imageNodeFlags, ...(options.nodeFlags ?? [])] },
+    { ...options, nodeFlags: [...serverNodeFlags, ...(options.nodeFlags ?? [])] },
   );
 }
 
@@ -148,7 +177,7 @@ export function startFloor(
       ...env,
     },
     `http://127.0.0.1:${port}/health`,
-    { ...options, nodeFlags: [...imageNodeFlags, ...(options.nodeFlags ?? [])] },
+    { ...options, nodeFlags: [...serverNodeFlags, ...(options.nodeFlags ?? [])] },
   );
 }
 

@@ -27,9 +27,11 @@ import { reportBounds } from './bounds.js';
 import { cacheComparison } from './cache.js';
 import { instructions } from './instructions.js';
 import {
+  bases,
   build,
   cpuSeconds,
   peakRssMb,
+  serverNodeFlags,
   serverNodeVersion,
   startFacade,
   startFloor,
@@ -281,11 +283,19 @@ async function main() {
     children.push(floor);
     const yoga = await startFloor(yogaPort, sandboxUrl, 'yoga');
     children.push(yoga);
-    const servers = {
+    const servers: Record<string, { pid: number; url: string }> = {
       facade: { pid: facade.pid as number, url: graphqlUrl },
       floor: { pid: floor.pid as number, url: floorUrl },
       yoga: { pid: yoga.pid as number, url: yogaUrl },
     };
+    // Each base checkout's facade, measured right after this one's.
+    for (const base of bases) {
+      const port = await freePort();
+      const child = await startFacade(port, sandboxUrl, {}, WORKERS, base.script);
+      children.push(child);
+      servers[base.name] = { pid: child.pid as number, url: `http://127.0.0.1:${port}/graphql` };
+    }
+    const facades = ['facade', ...bases.map((base) => base.name)];
 
     const calls: Record<string, Record<Scenario, number>> = {};
     for (const [name, server] of Object.entries(servers)) {
@@ -320,15 +330,16 @@ async function main() {
     // Each measured run follows a few seconds of the same load, for every server alike: a server
     // left idle while the others run starts its next load with code V8 has to optimise again
     // (docs/performance.md, "After idle"), and the order would decide who pays for it.
-    const measure = async (server: keyof typeof servers, body: string, connections?: number) => {
-      await warm(servers[server].url, body, REWARM_S);
-      return load(servers[server].pid, servers[server].url, body, connections);
+    const measure = async (name: string, body: string, connections?: number) => {
+      const server = servers[name] as { pid: number; url: string };
+      await warm(server.url, body, REWARM_S);
+      return load(server.pid, server.url, body, connections);
     };
     for (let round = 0; round < ROUNDS; round++) {
       add('direct', await load(sandbox.pid as number, `${sandboxUrl}/git/v1/repo?limit=20`));
       add('floor page', await measure('floor', scenarios.page));
       add('yoga page', await measure('yoga', scenarios.page));
-      add('facade page', await measure('facade', scenarios.page));
+      for (const name of facades) add(`${name} page`, await measure(name, scenarios.page));
       loadAverages.push(load1());
     }
     for (const scenario of ['fiveAliases', 'threeAdjacentPages'] as const) {
@@ -336,7 +347,8 @@ async function main() {
       for (const server of Object.values(servers)) await warm(server.url, scenarios[scenario], 5);
       add(`floor ${scenario}`, await measure('floor', scenarios[scenario]));
       add(`yoga ${scenario}`, await measure('yoga', scenarios[scenario]));
-      add(`facade ${scenario}`, await measure('facade', scenarios[scenario]));
+      for (const name of facades)
+        add(`${name} ${scenario}`, await measure(name, scenarios[scenario]));
     }
     loadAverages.push(load1());
     // One client, one request after another: the round trip, not the throughput.
@@ -346,20 +358,23 @@ async function main() {
     );
     add('floor round trip', await measure('floor', scenarios.page, 1));
     add('yoga round trip', await measure('yoga', scenarios.page, 1));
-    add('facade round trip', await measure('facade', scenarios.page, 1));
+    for (const name of facades) add(`${name} round trip`, await measure(name, scenarios.page, 1));
     loadAverages.push(load1());
     // The peaks compared are of the same work: the floors never compress, so the facade's is
     // read before its compressed rows (zlib's buffers are memory of their own).
     const rss = {
-      facadePeakRssMb: peakRssMb(servers.facade.pid),
-      floorPeakRssMb: peakRssMb(servers.floor.pid),
-      yogaPeakRssMb: peakRssMb(servers.yoga.pid),
+      facadePeakRssMb: peakRssMb(facade.pid as number),
+      floorPeakRssMb: peakRssMb(floor.pid as number),
+      yogaPeakRssMb: peakRssMb(yoga.pid as number),
+      basePeakRssMb: Object.fromEntries(
+        bases.map((base) => [base.name, peakRssMb(servers[base.name]?.pid as number)]),
+      ),
     };
     // The page again, compressed: what the bytes saved cost the facade in CPU.
     for (const encoding of ['gzip', 'br']) {
       add(
         `facade page-${encoding}`,
-        await load(servers.facade.pid, graphqlUrl, scenarios.page, CONNECTIONS, {
+        await load(facade.pid as number, graphqlUrl, scenarios.page, CONNECTIONS, {
           'accept-encoding': encoding,
         }),
       );
@@ -383,7 +398,7 @@ async function main() {
             : scenario,
         rps: one.rps,
         ofFloor: server === 'direct' ? null : ratio(one.rps, s[floorKey]?.rps),
-        ofYoga: server === 'facade' ? ratio(one.rps, s[yogaKey]?.rps) : null,
+        ofYoga: facades.includes(server) ? ratio(one.rps, s[yogaKey]?.rps) : null,
         ofDirect: ratio(one.rps, s[directKey]?.rps),
         meanMs: one.mean,
         meanOfFloor: roundTrip && server !== 'direct' ? ratio(one.mean, s[floorKey]?.mean) : null,
@@ -398,26 +413,32 @@ async function main() {
         bytesPerResponse: one.bytesPerResponse,
       };
     });
-    const facadePeakWithCompressionMb = peakRssMb(servers.facade.pid);
+    const facadePeakWithCompressionMb = peakRssMb(facade.pid as number);
     console.table(rows);
     console.log(
       `peak RSS before the compressed rows: facade ${rss.facadePeakRssMb} MB, floor ${rss.floorPeakRssMb} MB ` +
         `(${ratio(rss.facadePeakRssMb, rss.floorPeakRssMb)}x), floor on Yoga ${rss.yogaPeakRssMb} MB; ` +
-        `the facade's after them ${facadePeakWithCompressionMb} MB`,
+        `the facade's after them ${facadePeakWithCompressionMb} MB` +
+        bases
+          .map(
+            (base) =>
+              `; ${base.name} ${rss.basePeakRssMb[base.name]} MB (${ratio(rss.basePeakRssMb[base.name] ?? 0, rss.floorPeakRssMb)}x)`,
+          )
+          .join(''),
     );
 
-    facade.kill('SIGTERM');
-    floor.kill('SIGTERM');
-    yoga.kill('SIGTERM');
+    for (const server of Object.values(servers))
+      children.find((child) => child.pid === server.pid)?.kill('SIGTERM');
     const curves = await warmUpCurves(sandboxUrl, children);
     loadAverages.push(load1());
     const cache = await caching();
     loadAverages.push(load1());
     console.log(`load average (1 min) during the run: ${loadAverages.join(', ')}`);
-    console.log(`servers on node ${serverNodeVersion}`);
+    console.log(`servers on node ${serverNodeVersion} ${serverNodeFlags.join(' ')}`);
     const results = {
       date: new Date().toISOString(),
       node: serverNodeVersion,
+      nodeFlags: serverNodeFlags,
       connections: CONNECTIONS,
       durationS: DURATION_S,
       rounds: ROUNDS,
