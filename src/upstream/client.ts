@@ -119,7 +119,7 @@ export class UpstreamClient {
   readonly #origin: string;
   readonly #prefix: string;
   readonly #breakers: RouteBreakers;
-  readonly #server: { address: string; port: number };
+  readonly #url: URL;
   readonly #redact: Redact;
   /** By route (`GET /git/v1/repo`). */
   readonly #maxAge: ReadonlyMap<string, CachePolicy>;
@@ -129,13 +129,9 @@ export class UpstreamClient {
 
   constructor(options: UpstreamClientOptions) {
     this.#options = options;
-    const url = new URL(options.baseUrl);
-    this.#server = {
-      address: url.hostname,
-      port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
-    };
-    this.#origin = url.origin;
-    this.#prefix = url.pathname.replace(/\/+$/, '');
+    this.#url = new URL(options.baseUrl);
+    this.#origin = this.#url.origin;
+    this.#prefix = this.#url.pathname.replace(/\/+$/, '');
     this.#redact = createRedact([options.apiKey]);
     this.#passedBack = new Set(passedBackNames(options.responseHeaders));
     this.#maxAge = new Map(
@@ -313,8 +309,8 @@ export class UpstreamClient {
         attributes: {
           'http.request.method': request.method,
           'url.template': request.template,
-          'server.address': this.#server.address,
-          'server.port': this.#server.port,
+          'server.address': this.#url.hostname,
+          'server.port': Number(this.#url.port) || (this.#url.protocol === 'https:' ? 443 : 80),
           'facade.upstream.attempt': attempt,
           'facade.upstream.callers': call.callers ?? 1,
           ...(attempt > 1 ? { 'http.request.resend_count': attempt - 1 } : {}),
