@@ -6,12 +6,10 @@ import { NO_SNIFF } from './headers.js';
 /** Prometheus text and its content type: one registry's, or a whole cluster's. */
 export type MetricsSource = () => Promise<{ text: string; contentType: string }>;
 
-/** One process's own metrics. */
 export const registrySource =
   (registry: Registry): MetricsSource =>
   async () => ({ text: await registry.metrics(), contentType: registry.contentType });
 
-/** Answered before any GraphQL work. */
 export function useMetrics(source: MetricsSource, path: string): Plugin {
   return {
     onRequest({ url, endResponse, fetchAPI }) {

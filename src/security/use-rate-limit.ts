@@ -1,6 +1,6 @@
-// A client budget and an address ceiling per window, counted by rate-limiter-flexible in memory
-// or Redis; a store that fails never refuses a request (docs/operations.md#rate-limits). The
-// RateLimit headers and the IPv6 /64 key are the facade's own: the library has neither.
+// Counted by rate-limiter-flexible in memory or Redis; a store that fails never refuses a request
+// (docs/operations.md#rate-limits). Its insuranceLimiter would still call a skipped Redis, and it
+// has no RateLimit headers nor IPv6 /64 keys: those three are the facade's own.
 import { isIP } from 'node:net';
 import type { Plugin } from 'graphql-yoga';
 import {
@@ -100,7 +100,7 @@ export async function createRateLimiter(
         return ALLOWED;
       });
     if (!redis) return inMemory;
-    // Memory counts what Redis does not answer; no command is sent while Redis is skipped.
+    // Memory counts what Redis does not answer.
     const shared = new RateLimiterRedis({ ...limits, storeClient: redis.client });
     return (key, points) =>
       redis.run(() => settle(shared.consume(key, points))).catch(() => inMemory(key, points));
