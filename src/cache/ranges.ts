@@ -188,14 +188,12 @@ const expiry = ({ policy, since }: List['latest']) =>
  * caller kept (docs/caching.md#ranges).
  */
 export class RangeCache {
-  readonly #maxBytes: number;
   readonly #share: number;
   readonly #evictions: Evictions;
   readonly #lists: LRUCache<string, List>;
 
   constructor(maxBytes: number) {
     const { records, entries, share } = memoryBounds(maxBytes);
-    this.#maxBytes = maxBytes;
     this.#share = share;
     this.#evictions = createEvictions(records);
     this.#lists = new LRUCache<string, List>({
@@ -260,7 +258,7 @@ export class RangeCache {
     policy: CachePolicy | undefined,
     since: number,
   ): void {
-    if (!policy || policy.maxAge + staleWindow(policy) <= 0 || this.#maxBytes <= 0) return;
+    if (!policy || policy.maxAge + staleWindow(policy) <= 0 || this.#share <= 0) return;
     const key = listKey(call);
     if (!this.#evictions.allows(key, since)) return;
     const segment = segmentOf(covering, start, policy, since);
@@ -291,8 +289,7 @@ export class RangeCache {
 
   // lru-cache sizes a value only when it is set: a list that changed is set again as a new record.
   #resize(key: string, list: List) {
-    const { total, segments, order, latest, bytes } = list;
-    this.#lists.set(key, { total, segments, order, latest, bytes });
+    this.#lists.set(key, { ...list });
   }
 }
 
