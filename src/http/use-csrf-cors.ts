@@ -22,8 +22,6 @@ function wasPreflighted(request: Request): boolean {
   return !!type && !SIMPLE_BODY_TYPES.some((simple) => type.startsWith(simple));
 }
 
-export type CsrfVerdict = 'pass' | 'refuse';
-
 /** Whether a page of this origin may call the facade (CORS_ORIGINS). */
 export type OriginMatcher = (origin: string) => boolean;
 
@@ -55,7 +53,7 @@ export function createOriginMatcher(origins: readonly string[] = []): OriginMatc
  * The CSRF rule, a pure function of the request's headers and CORS_ORIGINS: Fetch Metadata when
  * the browser sends it, else Origin, the preflight and CSRF_HEADERS. Other methods are Yoga's.
  */
-export function csrfVerdict(request: Request, isAllowed: OriginMatcher): CsrfVerdict {
+export function csrfVerdict(request: Request, isAllowed: OriginMatcher): 'pass' | 'refuse' {
   if (request.method !== 'GET' && request.method !== 'POST') return 'pass';
   const { headers } = request;
   const origin = headers.get('origin');

@@ -28,7 +28,6 @@ import {
   isObjectType,
   Kind,
   type OperationDefinitionNode,
-  type SelectionNode,
   type SelectionSetNode,
 } from 'graphql';
 
@@ -132,13 +131,6 @@ export function estimateCost(
   return base + selectionCost(operation.selectionSet, root, NONE, walk);
 }
 
-function included(node: SelectionNode, variables: Variables): boolean {
-  return (
-    getDirectiveValues(GraphQLSkipDirective, node, variables)?.if !== true &&
-    getDirectiveValues(GraphQLIncludeDirective, node, variables)?.if !== false
-  );
-}
-
 /** `sized`: the sizes a parent's `@listSize(sizedFields:)` gives the fields of this selection. */
 function selectionCost(
   selectionSet: SelectionSetNode,
@@ -146,9 +138,11 @@ function selectionCost(
   sized: ReadonlyMap<string, number>,
   walk: Walk,
 ): number {
+  const { variables } = walk;
   let cost = 0;
   for (const selection of selectionSet.selections) {
-    if (!included(selection, walk.variables)) continue;
+    if (getDirectiveValues(GraphQLSkipDirective, selection, variables)?.if === true) continue;
+    if (getDirectiveValues(GraphQLIncludeDirective, selection, variables)?.if === false) continue;
     if (selection.kind === Kind.FIELD) {
       cost += fieldCost(selection, parent, sized, walk);
       continue;
