@@ -5,10 +5,10 @@ import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from './app.js';
 import { createRedisResponseStore } from './cache/redis-store.js';
-import { createRefreshes, type Refreshes } from './cache/refresh.js';
+import { createRefreshes } from './cache/refresh.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
-import { createHealth, type Health } from './http/health.js';
+import { createCredentialPolicy } from './credentials.js';
+import { createHealth } from './http/health.js';
 import { type MetricsSource, metricsListener, registrySource } from './http/use-metrics.js';
 import { runPrimary, workerLink } from './process/cluster.js';
 import { compileHttpParser } from './process/memory.js';
@@ -20,11 +20,10 @@ import {
 } from './process/startup-errors.js';
 import { connectRedis, type RedisConnection } from './redis.js';
 import { createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
-import { createRateLimiter, type RateLimiter } from './security/use-rate-limit.js';
+import { createRateLimiter } from './security/use-rate-limit.js';
 import { VERSION } from './telemetry/build-info.js';
 import { createLogger, type Logger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
-import type { Tracing } from './telemetry/tracing.js';
 import { UpstreamClient } from './upstream/client.js';
 
 /** Before any logger exists, and for start-up failures: one stderr line, exit 1. */
@@ -33,7 +32,7 @@ function failStartup(line: string): never {
   process.exit(1);
 }
 
-/** The configuration of a process that serves: unlike an app built by a test, it needs an upstream. */
+/** Unlike an app built by a test, a process that serves needs an upstream. */
 type ServingConfig = Config & { upstreamUrl: string };
 
 function readConfig(): ServingConfig {
@@ -76,7 +75,7 @@ async function listenOn(
   });
 }
 
-/** Binds the port for a moment: a busy port fails start-up before the parser compile and the workers. */
+/** Binds the port for a moment: a busy port fails start-up before anything else starts. */
 async function checkPortFree(
   port: number,
   host: string | undefined,
@@ -136,21 +135,9 @@ function announceMetrics(config: Config, logger: Logger, server: Server): void {
 }
 
 /** What start() has opened, for the drain to close again. */
-interface Started {
-  server: Server;
-  /** Unset in a cluster worker: there the primary serves METRICS_PORT. */
-  metricsServer: Server | undefined;
-  client: UpstreamClient;
-  health: Health;
-  rateLimiter: RateLimiter | undefined;
-  redis: RedisConnection | undefined;
-  redisReady: Promise<boolean> | undefined;
-  tracing: Tracing | undefined;
-  credentials: CredentialPolicy;
-  refreshes: Refreshes;
-}
+type Started = Awaited<ReturnType<typeof start>>;
 
-async function start(config: ServingConfig, logger: Logger): Promise<Started> {
+async function start(config: ServingConfig, logger: Logger) {
   // First: its one-off memory must not come on top of the app's.
   await compileHttpParser();
   const link = workerLink();
@@ -225,7 +212,7 @@ async function start(config: ServingConfig, logger: Logger): Promise<Started> {
   };
 }
 
-/** The process's one Redis connection (rate limit, APQ, response cache); none when nothing uses it. */
+/** The process's one Redis connection; none when nothing would use it. */
 async function connectSharedRedis(
   config: Config,
   logger: Logger,

@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import type { MetricsSource } from '../http/use-metrics.js';
 import type { Logger } from '../telemetry/logger.js';
 
-// prom-client and rate-limiter-flexible share the IPC channel: every message of ours has this prefix.
+// prom-client and rate-limiter-flexible share the IPC channel: our messages have this prefix.
 const READY = 'facade:cluster-ready';
 const METRICS_REQUEST = 'facade:metrics-request';
 const METRICS_REPLY = 'facade:metrics-reply';
@@ -58,7 +58,7 @@ const RESTART_BASE_MS = 200;
 const RESTART_MAX_MS = 30_000;
 const CRASH_MEMORY_MS = 60_000;
 
-/** Records a crash; the delay before the next restart doubles with each crash of the last minute. */
+/** Records a crash; the restart's delay doubles with each crash of the last minute. */
 function restartDelay(crashes: number[]): number {
   const now = Date.now();
   crashes.push(now);

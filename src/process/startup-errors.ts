@@ -1,9 +1,6 @@
 import type { Config } from '../config.js';
 
-/**
- * A start-up failure the operator can act on: the message names the variable to change. Before
- * the server listens every failure ends as one stderr line and exit 1, never as a stack.
- */
+/** A start-up failure the operator can act on: the message names the variable to change. */
 export class StartupError extends Error {}
 
 export const errorName = (error: unknown) => (error instanceof Error ? error.name : typeof error);
@@ -33,7 +30,7 @@ export function listenFailure(
   return new StartupError(`${variable}: cannot listen on ${where}: ${reason}`);
 }
 
-/** Every configured value that must never be printed: keys, tokens, URLs that hold a password. */
+/** Every configured value that must never be printed, longest first. */
 function configuredSecrets(config: Config): string[] {
   const redisUrl = config.rateLimit.redisUrl;
   const secrets = [
@@ -45,16 +42,15 @@ function configuredSecrets(config: Config): string[] {
     redisUrl && new URL(redisUrl).password,
     ...Object.values(config.tracing?.headers ?? {}),
   ];
-  // Longest first, so that a secret that contains another is blanked out whole.
+  // A secret that contains another is blanked out whole.
   return secrets.filter((secret): secret is string => !!secret).sort((a, b) => b.length - a.length);
 }
 
 const MAX_LINE = 300;
 
 /**
- * The one line for a failure nobody foresaw: its first line, with every configured secret
- * blanked out (a library may quote the URL or key it was given), then bounded; in that order, so
- * the bound cannot leave part of a secret behind.
+ * The one line for a failure nobody foresaw: secrets blanked out before the line is cut, so the
+ * cut cannot leave part of a secret behind.
  */
 export function unexpectedFailure(error: unknown, config: Config): string {
   const raw = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

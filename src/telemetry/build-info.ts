@@ -1,9 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-/**
- * The package's version, from the nearest package.json above this module: src/ and the compiled
- * dist/src/ sit at different depths, and a container runs `node dist/src/main.js` without npm.
- */
+/** From the nearest package.json above: src/ and dist/src/ sit at different depths. */
 export const VERSION = readVersion();
 
 function readVersion(): string {
@@ -15,7 +12,7 @@ function readVersion(): string {
       };
       if (typeof version === 'string') return version;
     } catch {
-      // Not here: look one folder up.
+      // Not here: one folder up.
     }
     const parent = new URL('..', dir);
     if (parent.href === dir.href) return 'unknown';

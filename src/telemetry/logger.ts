@@ -4,18 +4,28 @@ import { GraphQLError } from 'graphql';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { Settings } from '../config/variables.js';
 import { truncate } from '../errors.js';
-import { REDACT } from './redaction.js';
 
 export type { Logger } from 'pino';
 
-// Every logged string is bounded: much of what a line holds can come from a caller (an
-// operation name, an error message quoting a value), and a line is not a place for megabytes.
+// Exact paths only: wildcard paths make redaction walk every logged object on every request.
+const REDACT = [
+  'authorization',
+  'cookie',
+  'token',
+  'apiKey',
+  'headers.authorization',
+  'headers.cookie',
+  'req.headers.authorization',
+  'req.headers.cookie',
+];
+
+// Every logged string is bounded, whatever the line is built from (docs/operations.md#logs).
 const MAX_STRING = 1_000;
 const MAX_STACK = 4_000;
 const MAX_ITEMS = 20;
 const MAX_DEPTH = 4;
 
-/** Strings cut, lists and objects shortened, plain data only; class instances (errors) are left to their serializer. */
+/** Plain data only: class instances (errors) are left to their serializer. */
 function bounded(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return truncate(value, MAX_STRING);
   if (typeof value !== 'object' || value === null) return value;
@@ -36,7 +46,7 @@ function bounded(value: unknown, depth = 0): unknown {
   return out;
 }
 
-/** Whether `bounded` would change any of an object's values: a long string, a list or an object. */
+/** Whether `bounded` would change any of an object's values. */
 function needsBounding(object: Record<string, unknown>): boolean {
   for (const key in object) {
     const value = object[key];
@@ -46,7 +56,7 @@ function needsBounding(object: Record<string, unknown>): boolean {
   return false;
 }
 
-/** pino's error serializer, bounded: the message and stack of an error can quote a caller's value. */
+/** pino's error serializer, bounded. */
 function boundedError(error: unknown): unknown {
   const { stack, ...rest } = pino.stdSerializers.err(error as Error) as { stack?: unknown };
   const out = bounded(rest) as Record<string, unknown>;
@@ -54,7 +64,7 @@ function boundedError(error: unknown): unknown {
   return out;
 }
 
-/** The active span's ids, in OpenTelemetry's log field names, so a log line joins its trace. */
+/** The active span's ids, in OpenTelemetry's log field names. */
 function traceIds(): Record<string, string> {
   const span = trace.getActiveSpan();
   if (!span) return {};
@@ -62,10 +72,7 @@ function traceIds(): Record<string, string> {
   return { trace_id: traceId, span_id: spanId };
 }
 
-/**
- * JSON lines on stdout (or `destination`, for tests); the level comes from LOG_LEVEL. With
- * `withTraceIds` (spans are exported), each line written inside a span names its trace and span.
- */
+/** JSON lines on stdout (or `destination`, for tests); `withTraceIds` when spans are exported. */
 export function createLogger(
   level: Settings['logLevel'] = 'info',
   destination?: DestinationStream,
@@ -80,8 +87,6 @@ export function createLogger(
     formatters: {
       level: (label: string) => ({ level: label }),
       log: (object: Record<string, unknown>) => {
-        // Most lines (the request log's) hold short strings and numbers only: nothing to bound,
-        // and no copy to make.
         if (!needsBounding(object)) return object;
         const out: Record<string, unknown> = {};
         for (const [key, value] of Object.entries(object)) out[key] = bounded(value);
@@ -96,16 +101,13 @@ export function createLogger(
 const FLUSH_LIMIT_MS = 1_000;
 
 /**
- * stdout, written asynchronously to keep a write(2) per line off the request path; main.ts
- * flushes before exiting. A stdout that fails (a closed pipe: EPIPE) drops the lines from then on.
- * No `flushSync`, and a bounded `flush`: pino's destination retries a failed synchronous write
- * forever, so a synchronous flush at `fatal` or at exit would hang on a closed pipe.
+ * stdout, written asynchronously. A stdout that fails (a closed pipe) drops the lines from then
+ * on; never `flushSync`: pino retries a failed synchronous write forever, and the exit would hang.
  */
 function stdoutDestination(): DestinationStream & { flush(done: () => void): void } {
   const stream = pino.destination({ dest: 1, sync: false });
   let pending = false;
   let failed = false;
-  // After the last buffered line is written; never while one is still waiting.
   stream.on('drain', () => {
     pending = false;
   });
@@ -144,23 +146,15 @@ function stdoutDestination(): DestinationStream & { flush(done: () => void): voi
   };
 }
 
-/** The message of the request log's lines (src/telemetry/use-request-log.ts). */
-export const REQUEST_MESSAGE = 'request';
-
-/** A logger that drops everything: the default of apps built by tests and tools. */
+/** The default of apps built by tests and tools. */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-// Unexpected errors already logged with their request's id; Yoga's own line for them would repeat
-// them without it.
+// Logged with their request's id: Yoga's own line for them would repeat them without it.
 const loggedUnexpected = new WeakSet<object>();
 
-/**
- * An error that a resolver or decoder threw unexpected (no coded error of ours, no GraphQL error),
- * logged with its request's id before Yoga masks it to INTERNAL_SERVER_ERROR, which is all the
- * caller sees: the id in the caller's `x-request-id` leads to this line.
- */
+/** Errors none of ours explains, logged with their request's id before Yoga masks them. */
 export function logUnexpectedErrors(
   logger: Logger,
   errors: readonly GraphQLError[] | undefined,
@@ -178,10 +172,8 @@ export function logUnexpectedErrors(
 }
 
 /**
- * Yoga's own logger, routed to pino. Yoga logs a masked error as the GraphQLError that wraps
- * it; the original (with its stack) is what helps whoever reads the log. A caller's mistake (a
- * refused request, a variable of the wrong type) is a debug line that names its kind and code
- * only: its message quotes the caller's values, which may be secrets or megabytes.
+ * Yoga's own logger, routed to pino: a masked error is logged as its original, and a caller's
+ * mistake as a debug line without its message, which quotes the caller's values.
  */
 export function yogaLogger(logger: Logger): YogaLogger {
   const child = logger.child({ component: 'yoga' });
@@ -209,11 +201,7 @@ export function yogaLogger(logger: Logger): YogaLogger {
   return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
 }
 
-/**
- * A refused request (CSRF, bad JSON, too large: a 4xx), or graphql-js's own error about the
- * request (a variable that does not coerce), which has no original error and no path. Already
- * counted in the request line and the metrics.
- */
+/** A refused request (a 4xx), or graphql-js's error about the request: no original, no path. */
 function isCallerMistake(error: Error): boolean {
   const graphql = error as {
     extensions?: { http?: { status?: unknown } };

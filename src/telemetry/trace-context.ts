@@ -11,18 +11,17 @@ import {
 } from '@opentelemetry/core';
 
 /** The propagators built in, as `OTEL_PROPAGATORS` names them. */
-export const PROPAGATORS = ['tracecontext', 'baggage'] as const;
-export type PropagatorName = (typeof PROPAGATORS)[number];
+export type PropagatorName = 'tracecontext' | 'baggage';
 
 /** A request's headers, and what of its trace context goes on each of its upstream calls. */
 export interface TraceContext {
   readonly headers: Headers;
   readonly propagator: TextMapPropagator;
-  /** Read and written once, on the request's first upstream call: the same for every call. */
+  /** Worked out on the request's first upstream call, the same for every call. */
   outgoing?: Record<string, string>;
 }
 
-/** OpenTelemetry's own W3C propagators, those `OTEL_PROPAGATORS` names (none: an empty list). */
+/** OpenTelemetry's W3C propagators, those `OTEL_PROPAGATORS` names. */
 export function createPropagator(names: readonly PropagatorName[]): TextMapPropagator {
   return new CompositePropagator({
     propagators: names.map((name) =>
@@ -45,9 +44,8 @@ export function incomingTraceContext(
 }
 
 /**
- * The headers of one upstream call when no SDK runs: the caller's context as it came, as
- * OpenTelemetry's API passes it through without an SDK (no span of the facade's exists to be a
- * parent, so none is named). Nothing when the caller sent none the propagator accepts.
+ * Without an SDK the caller's context passes through as it came, on every call of the request
+ * (docs/observability.md#trace-context-always).
  */
 export function injectTraceContext(trace: TraceContext, headers: Record<string, string>): void {
   if (!trace.outgoing) {

@@ -4,25 +4,20 @@ import type { TracingConfig } from '../config.js';
 import type { Logger } from './logger.js';
 import { createPropagator, type PropagatorName } from './trace-context.js';
 
-/** The running OpenTelemetry SDK: the tracer the facade's spans come from, and its shutdown. */
+/** The running OpenTelemetry SDK. */
 export interface Tracing {
   tracer: Tracer;
-  /** Names the active server span after its route (`POST /graphql`) rather than its method alone. */
+  /** Names the active server span after its route (`POST /graphql`), not its method alone. */
   setHttpRoute(route: string): void;
-  /** Exports what is still buffered; called on the way out. */
+  /** Exports what is still buffered. */
   shutdown(): Promise<void>;
 }
 
-export const TRACER_NAME = 'graphql-rest-facade';
+const TRACER_NAME = 'graphql-rest-facade';
 
 /**
- * Starts the SDK when `config.tracing` says spans are exported. The SDK and its exporters are
- * imported here, on demand: without an endpoint the process never loads them, and its request
- * path carries no span work. The SDK reads the rest of its `OTEL_*` variables itself: the
- * exporter its endpoint, headers, timeout and compression, the provider the sampler and span
- * limits, the batch processor `OTEL_BSP_*`, the environment detector the service name and
- * resource attributes. Must run before the HTTP server handles a request: the server span comes
- * from @opentelemetry/instrumentation-http, which patches node:http's Server when it is enabled.
+ * Loads and starts the SDK, which reads the rest of its `OTEL_*` variables itself
+ * (docs/observability.md#opentelemetry-spans). Must run before node:http serves a request.
  */
 export async function startTracing(
   config: TracingConfig,
@@ -50,8 +45,7 @@ export async function startTracing(
     import('@opentelemetry/api'),
   ]);
 
-  // The SDK reports a bad value of the variables it reads (and then uses its default), and a
-  // failed export, through its diagnostic logger: into the log, as warnings and errors.
+  // The SDK's diagnostics (a bad variable, a failed export) go into the log.
   const fields = { component: 'opentelemetry' };
   api.diag.setLogger(
     {
@@ -69,7 +63,6 @@ export async function startTracing(
       .merge(detectResources({ detectors: [envDetector] })),
     spanProcessors: [new BatchSpanProcessor(new exporters.OTLPTraceExporter())],
   });
-  // The OTEL_PROPAGATORS propagators, and an AsyncLocalStorage context manager.
   provider.register({ propagator: createPropagator(propagators) });
 
   const probes = new Set(probePaths);
@@ -85,8 +78,7 @@ export async function startTracing(
       }),
     ],
   });
-  // An ES module's `import 'node:http'` does not pass the require hook that applies the patch:
-  // requiring it once here does, and the patch (on Server.prototype) serves every importer.
+  // An ES module's import does not pass the require hook that patches node:http: this does.
   createRequire(import.meta.url)('node:http');
 
   return {

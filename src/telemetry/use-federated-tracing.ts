@@ -3,13 +3,9 @@ import { execute, type GraphQLSchema, lexicographicSortSchema } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { usesIncrementalDelivery } from '../documents.js';
 
-/** What a gateway sends on the requests whose trace it wants (Apollo Gateway, Apollo Router). */
-export const TRACE_HEADER = 'apollo-federation-include-trace';
-
-/** True when the request asks for its federated trace. */
-export function asksForTrace(request: Request): boolean {
-  return request.headers.get(TRACE_HEADER) === 'ftv1';
-}
+/** What Apollo Gateway and Apollo Router send on the requests whose trace they want. */
+const asksForTrace = (request: Request) =>
+  request.headers.get('apollo-federation-include-trace') === 'ftv1';
 
 type PluginInitPayload = Parameters<NonNullable<Plugin['onPluginInit']>>[0];
 type SchemaChangeHook = NonNullable<Plugin['onSchemaChange']>;
@@ -23,23 +19,14 @@ function unfold(plugin: Plugin, payload: PluginInitPayload): Plugin[] {
 }
 
 /**
- * `extensions.ftv1`, Apollo's federated trace, for a request that asks for it: the trace of
- * `@graphql-yoga/plugin-apollo-inline-trace`, without its cost to the requests that do not ask.
- *
- * The library times each field by wrapping every resolver of the schema it is given
- * (`@envelop/on-resolve`), which would make every request pay, and graphql-jit compile every
- * field as a resolver call. Here its wrapping is applied to a copy of the schema made once at
- * start, and only a request that asks for the trace is executed over that copy (by graphql-js,
- * since graphql-jit caches its compiled queries by document alone); every other request keeps
- * the untouched schema and graphql-jit, and pays a header look-up. The library's other hooks run
- * as they are: they do nothing for a request that did not ask.
- *
- * Its stage comes after `jit` in the pipeline: the executor set last is the one that runs.
+ * `extensions.ftv1` (docs/observability.md#apollo-federated-tracing-ftv1): only a request that
+ * asks runs, by graphql-js, over a copy of the schema whose resolvers the library wraps; the
+ * others keep the untouched schema and graphql-jit. Its stage must come after `jit`.
  */
 export function useFederatedTracing(): Plugin {
   const library = useApolloInlineTrace({ ignoreRequest: (request) => !asksForTrace(request) });
   const wrapResolvers: SchemaChangeHook[] = [];
-  let served: GraphQLSchema | undefined;
+  let original: GraphQLSchema | undefined;
   let traced: GraphQLSchema | undefined;
   return {
     onPluginInit(payload) {
@@ -49,10 +36,9 @@ export function useFederatedTracing(): Plugin {
       }
     },
     onSchemaChange({ schema }) {
-      if (schema === served) return;
-      served = schema;
-      // New type and field objects in the same order: the served schema is already sorted
-      // (Pothos's subgraph schema), and introspection's built-in types, shared, are never wrapped.
+      if (schema === original) return;
+      original = schema;
+      // New type and field objects in the same (already sorted) order; built-in types are shared.
       const copy = lexicographicSortSchema(schema);
       for (const wrap of wrapResolvers) wrap({ schema: copy, replaceSchema: () => {} });
       traced = copy;

@@ -3,10 +3,10 @@ import { type ExecutionResult, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
 import { acceptedRequestId, type RequestLogRecord, requestState } from '../request-state.js';
-import { type Logger, logUnexpectedErrors, REQUEST_MESSAGE } from './logger.js';
+import { type Logger, logUnexpectedErrors } from './logger.js';
 import type { ClientIdentity, Metrics } from './metrics.js';
 
-// The line's fields are those docs/operations.md#logs lists; never a header, variable or credential.
+// The line's fields are those docs/operations.md#logs lists: never a header, variable or secret.
 
 // A client name or version is a label, not a document: short, printable, or not kept.
 const CLIENT_FIELD = /^[\x20-\x7e]{1,64}$/;
@@ -124,7 +124,7 @@ export function useRequestLog(options: RequestLogOptions): Plugin<Context, Serve
 
 /**
  * Logs unexpected errors before Yoga masks them. An answer in parts outlives its response's
- * headers: its line waits for the last part, so its duration and error codes are the whole answer's.
+ * headers: its line waits for the last part, so its duration and codes are the whole answer's.
  */
 function watchResult(
   logger: Logger,
@@ -159,7 +159,7 @@ function writeLine(
   hit: boolean,
 ) {
   const seconds = (performance.now() - state.started) / 1000;
-  // A client that went away reads no answer: its errors are neither the facade's nor the upstream's.
+  // A client that went away reads no answer: its errors are neither ours nor the upstream's.
   const cancelled = request.signal.aborted;
   if (!cancelled) metrics.countErrors(state.codes);
   // A response-cache hit ran no execution, yet it answered an operation like any other.
@@ -190,6 +190,6 @@ function writeLine(
     cancelled: cancelled || undefined,
   };
   if (probePaths.includes(state.path)) logger.debug(line, 'probe');
-  else if (status >= 500) logger.error(line, REQUEST_MESSAGE);
-  else logger.info(line, REQUEST_MESSAGE);
+  else if (status >= 500) logger.error(line, 'request');
+  else logger.info(line, 'request');
 }

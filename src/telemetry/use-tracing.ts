@@ -12,33 +12,29 @@ import type { Tracing } from './tracing.js';
 
 /** Runs `wrapped` as `span`'s child context, and ends `span` when it has settled. */
 function within<T>(span: Span, parent: OtelContext, wrapped: () => T): T {
-  const settle = () => span.end();
   let result: T;
   try {
     result = otelContext.with(trace.setSpan(parent, span), wrapped);
   } catch (error) {
-    settle();
+    span.end();
     throw error;
   }
-  if (result instanceof Promise) {
-    return result.finally(settle) as T;
-  }
-  settle();
+  if (result instanceof Promise) return result.finally(() => span.end()) as T;
+  span.end();
   return result;
 }
 
 /**
- * The GraphQL spans under the server span: one per operation, named `query Name` once parsed,
- * with `graphql.parse`, `graphql.validate` and `graphql.execute` as its children; resolvers, and
- * the upstream client spans they cause, run inside `graphql.execute`. The document and variable
- * values are never recorded (an inline argument is a value too), only the operation's type and name.
- * Installed only when spans are exported.
+ * The GraphQL spans docs/observability.md#the-spans-and-their-attributes lists. Never the
+ * document or a variable value: an inline argument is a value too.
  */
 export function useTracing(
   tracing: Tracing,
   graphqlEndpoint: string,
 ): Plugin<Context, ServerContext> {
   const { tracer } = tracing;
+  const phase = <T>(name: string, { operationSpans: spans }: Context, wrapped: () => T): T =>
+    spans ? within(tracer.startSpan(name, {}, spans.context), spans.context, wrapped) : wrapped();
   return {
     onRequest({ url }) {
       if (url.pathname === graphqlEndpoint) tracing.setHttpRoute(graphqlEndpoint);
@@ -47,31 +43,18 @@ export function useTracing(
       operation({ context }, wrapped) {
         const parent = otelContext.active();
         const operation = tracer.startSpan('graphql.operation', {}, parent);
-        // On the operation's own object (one per operation of a batch), which Yoga hands to every
-        // phase and later makes its context.
-        context.operationSpans = {
-          operation,
-          context: trace.setSpan(parent, operation),
-        };
+        // One per operation of a batch: Yoga hands this object to every phase as its context.
+        context.operationSpans = { operation, context: trace.setSpan(parent, operation) };
         return within(operation, parent, wrapped);
       },
-      parse({ context }, wrapped) {
-        const spans = context.operationSpans;
-        if (!spans) return wrapped();
-        return within(tracer.startSpan('graphql.parse', {}, spans.context), spans.context, wrapped);
-      },
+      parse: ({ context }, wrapped) => phase('graphql.parse', context, wrapped),
       validate({ context }, wrapped) {
         const spans = context.operationSpans;
         if (!spans) return wrapped();
         spans.validate = tracer.startSpan('graphql.validate', {}, spans.context);
         return within(spans.validate, spans.context, wrapped);
       },
-      execute({ context }, wrapped) {
-        const spans = context.operationSpans;
-        if (!spans) return wrapped();
-        const execute = tracer.startSpan('graphql.execute', {}, spans.context);
-        return within(execute, spans.context, wrapped);
-      },
+      execute: ({ context }, wrapped) => phase('graphql.execute', context, wrapped),
     },
     onParse() {
       return ({ result, context }) => {

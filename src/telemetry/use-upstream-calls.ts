@@ -4,33 +4,28 @@ import { createTokenMatcher } from '../credentials.js';
 import { requestState } from '../request-state.js';
 import type { CallContext, CompletedCall } from '../upstream/client.js';
 
-/** The header a caller presents DEBUG_TOKEN in. */
-export const DEBUG_HEADER = 'x-facade-debug';
-
-export interface UpstreamCallsOptions {
+interface UpstreamCallsOptions {
   /** Outside production every answer shows its calls; in production only a debug token's. */
   production: boolean;
-  /** DEBUG_TOKEN; unset in production: never shown. */
   debugToken: string | undefined;
 }
 
 /** One logical upstream call as the answer shows it: what it cost, never what it carried. */
-export interface ShownCall {
+interface ShownCall {
   method: string;
   /** The route template (`/git/v1/repo`), never the URL with its ids or query. */
   route: string;
-  /** The last attempt's HTTP status, or the error code when no answer came. */
+  /** The last attempt's. */
   status: number | string;
   durationMs: number;
   attempts: number;
-  /** The fields whose data this call fetched; more than one when pages were shared. */
   fields?: readonly string[];
   /** Another request's identical call, in flight when this one needed it: waited for, not sent. */
   joined?: true;
 }
 
 /** Attempts grouped into their logical calls, in the order the calls started. */
-export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
+function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
   const byId = new Map<number, ShownCall>();
   for (const attempt of attempts) {
     const [method = '', route = ''] = attempt.route.split(' ', 2);
@@ -55,11 +50,7 @@ export function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
   return [...byId.values()];
 }
 
-/**
- * `extensions.upstreamCalls` of a request: its calls so far, its budget and the response cache's
- * hit or miss; and `extensions.cost`, the operation's estimated cost against MAX_COST, named and
- * shaped as Hive Gateway's demand control shows it.
- */
+/** `extensions.upstreamCalls`, and `extensions.cost` as Hive Gateway's demand control shows it. */
 function upstreamCallsExtension(call: CallContext, context: ServerContext) {
   const { upstreamCalls, cost } = context;
   const budget = call.budget;
@@ -75,12 +66,8 @@ function upstreamCallsExtension(call: CallContext, context: ServerContext) {
 }
 
 /**
- * `extensions.upstreamCalls`: the REST calls an operation caused (method, route template, status,
- * duration, attempts, the fields that shared each) and how much of MAX_UPSTREAM_CALLS the request
- * used, with `extensions.cost` beside it, so that whoever writes a query sees what it costs the
- * API behind it. No credential, body,
- * header or URL with ids is ever part of it. In production it is shown only to a caller that
- * presents DEBUG_TOKEN in `x-facade-debug`, compared in constant time.
+ * The REST calls behind an answer (docs/observability.md#the-rest-calls-behind-an-answer): never
+ * a credential, body, header or URL with ids. In production, only for DEBUG_TOKEN.
  */
 export function useUpstreamCalls({
   production,
@@ -89,7 +76,7 @@ export function useUpstreamCalls({
   const isDebugToken = debugToken ? createTokenMatcher([debugToken]) : undefined;
   return {
     onRequest({ request, serverContext }) {
-      const token = request.headers.get(DEBUG_HEADER) ?? undefined;
+      const token = request.headers.get('x-facade-debug') ?? undefined;
       const shown = production ? token !== undefined && isDebugToken?.(token) === true : true;
       if (shown) requestState(serverContext).showsUpstreamCalls = true;
     },
