@@ -20,8 +20,8 @@ function unfold(plugin: Plugin, payload: PluginInitPayload): Plugin[] {
 
 /**
  * `extensions.ftv1` (docs/observability.md#apollo-federated-tracing-ftv1): only a request that
- * asks runs, by graphql-js, over a copy of the schema whose resolvers the library wraps; the
- * others keep the untouched schema and graphql-jit. Its stage must come after `jit`.
+ * asks runs over a copy of the schema whose resolvers the library wraps, by graphql-js (graphql-jit
+ * caches by document alone); the others keep graphql-jit. Its stage must come after `jit`.
  */
 export function useFederatedTracing(): Plugin {
   const library = useApolloInlineTrace({ ignoreRequest: (request) => !asksForTrace(request) });

@@ -1,3 +1,4 @@
+import type { ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
 import { createTokenMatcher } from '../credentials.js';
@@ -51,11 +52,15 @@ function shownCalls(attempts: readonly CompletedCall[]): ShownCall[] {
 }
 
 /** `extensions.upstreamCalls`, and `extensions.cost` as Hive Gateway's demand control shows it. */
-function upstreamCallsExtension(call: CallContext, context: ServerContext) {
+function withCalls<T extends ExecutionResult>(
+  result: T,
+  call: CallContext,
+  context: ServerContext,
+): T {
   const { upstreamCalls, cost } = context;
-  const budget = call.budget;
+  const { budget } = call;
   const cache = requestState(context).responseCache;
-  return {
+  const extensions = {
     upstreamCalls: {
       calls: shownCalls(upstreamCalls ?? []),
       ...(cache ? { cache } : {}),
@@ -63,6 +68,7 @@ function upstreamCallsExtension(call: CallContext, context: ServerContext) {
     },
     ...(cost ? { cost: { estimated: cost.estimated, max: cost.max } } : {}),
   };
+  return { ...result, extensions: { ...result.extensions, ...extensions } };
 }
 
 /**
@@ -89,14 +95,9 @@ export function useUpstreamCalls({
         // An answer in parts (@defer, @stream) shows them on its last part, when all are made.
         onExecuteDone: () => ({
           onNext({ result, setResult }) {
-            if ((result as { hasNext?: boolean }).hasNext !== false) return;
-            setResult({
-              ...result,
-              extensions: {
-                ...result.extensions,
-                ...upstreamCallsExtension(context.call, context),
-              },
-            });
+            if ((result as { hasNext?: boolean }).hasNext === false) {
+              setResult(withCalls(result, context.call, context));
+            }
           },
         }),
       };
@@ -104,11 +105,9 @@ export function useUpstreamCalls({
     onExecutionResult({ result, setResult, context }) {
       // No call: the request was refused or answered before its context was built.
       const { call } = context;
-      if (!call?.showCalls || !result || Symbol.asyncIterator in result) return;
-      setResult({
-        ...result,
-        extensions: { ...result.extensions, ...upstreamCallsExtension(call, context) },
-      });
+      if (call?.showCalls && result && !(Symbol.asyncIterator in result)) {
+        setResult(withCalls(result, call, context));
+      }
     },
   };
 }
