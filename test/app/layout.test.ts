@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(import.meta.dirname, '../../src');
@@ -49,7 +50,40 @@ function findCycle(graph: Map<string, string[]>): string[] | undefined {
   return undefined;
 }
 
+/** Functions (methods and arrow functions too) longer than `limit` lines, as `file:line name (n)`. */
+function longFunctions(file: string, text: string, limit: number): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const lineOf = (position: number) => source.getLineAndCharacterOfPosition(position).line;
+  const found: string[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const lines = lineOf(node.getEnd()) - lineOf(node.getStart()) + 1;
+      const named = ts.isVariableDeclaration(node.parent) ? node.parent.name : node.name;
+      if (lines > limit)
+        found.push(
+          `${relative(SRC, file)}:${lineOf(node.getStart()) + 1} ${named?.getText() ?? '(anonymous)'} (${lines})`,
+        );
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 describe('the layout of src/', () => {
+  it('has no function over 80 lines', () => {
+    const long = sources(SRC).flatMap((file) =>
+      longFunctions(file, readFileSync(file, 'utf8'), 80),
+    );
+    expect(long).toEqual([]);
+  });
+
+  it('finds a long function when there is one', () => {
+    const body = Array.from({ length: 81 }, (_, i) => `  const a${i} = ${i};`).join('\n');
+    const text = `export function tall() {\n${body}\n}\nconst short = () => 1;\n`;
+    expect(longFunctions(join(SRC, 'x.ts'), text, 80)).toEqual(['x.ts:1 tall (83)']);
+  });
+
   it('has no import cycle, type-only imports included', () => {
     const cycle = findCycle(importGraph());
     expect(cycle?.map((file) => relative(SRC, file))).toBeUndefined();
