@@ -3,9 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
 
 /**
- * Compiles undici's WebAssembly HTTP parser with one loopback request before the app is built,
- * so its compiler's memory does not add to the peak under load (docs/performance.md#after-idle).
- * Must run before any other undici request; without loopback, the first upstream call does it.
+ * Compiles undici's WebAssembly HTTP parser with one loopback request, before the app's modules
+ * load (docs/performance.md#memory). Without loopback, the first upstream call does it.
  */
 export async function compileHttpParser(): Promise<void> {
   const server = createServer((_request, response) => response.end());
