@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
 import { createInFlight } from './cache/join.js';
@@ -95,6 +96,8 @@ export function createContextFactory({
   const onLookup = (route: string, result: CacheLookup) => metrics.countCacheLookup(route, result);
   return (initial: YogaInitialContext & ServerContext): RequestContext => {
     const { headers, signal } = initial.request;
+    // One abort listener per upstream call, at most MAX_UPSTREAM_CALLS: no leak to warn of below.
+    if (signal instanceof EventTarget) setMaxListeners(config.maxUpstreamCalls + 10, signal);
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
     const upstreamCalls: CompletedCall[] = [];
     const cachedRanges: RequestContext['cachedRanges'] = [];

@@ -343,3 +343,28 @@ describe('joinKey', () => {
       expect(other).not.toBe(key);
   });
 });
+
+describe('a request of many upstream calls', () => {
+  // Pages never merged: fifteen aliases are fifteen calls in flight at once.
+  const h = useHarness({ config: { maxCoalescedRange: 0, maxUpstreamCalls: 40 } });
+
+  it('warns of no listener leak on its abort signal', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const aliases = Array.from(
+        { length: 15 },
+        (_, i) => `p${i}: repositories(limit: 1, offset: ${i * 3}) { items { id } }`,
+      );
+      const answer = await h.gql(`{ ${aliases.join(' ')} }`, undefined, bearer('many'));
+      expect(answer.errors).toBeUndefined();
+      // Node emits its warning on a later tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(upstreamRequests(h.sandbox, ROUTE)).toHaveLength(15);
+    expect(warnings.map((warning) => warning.name)).not.toContain('MaxListenersExceededWarning');
+  });
+});
