@@ -16,7 +16,7 @@ describe('GraphiQL tabs', () => {
     expect(readFileSync(tabsPath, 'utf8')).toBe(writtenTabs());
   });
 
-  it('hold a valid operation for every root field', () => {
+  it('hold valid operations of root fields the schema serves', () => {
     const documents = graphiqlTabs.map((query) => parse(query));
     for (const document of documents) expect(validate(schema, document)).toEqual([]);
     const selected = documents.flatMap((document) =>
@@ -32,7 +32,9 @@ describe('GraphiQL tabs', () => {
       .flatMap((type) => Object.keys(type?.getFields() ?? {}))
       // Federation's, for a gateway.
       .filter((name) => !name.startsWith('_'));
-    expect([...new Set(selected)].sort()).toEqual(rootFields.sort());
+    // A field without a tab is fine (the example need not use it); a tab of no field is not.
+    expect(selected.filter((name) => !rootFields.includes(name))).toEqual([]);
+    expect(selected.length).toBeGreaterThan(0);
   });
 
   it('run as they open, with their variables left out', async () => {
