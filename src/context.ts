@@ -96,14 +96,16 @@ export function createContextFactory({
   const onLookup = (route: string, result: CacheLookup) => metrics.countCacheLookup(route, result);
   return (initial: YogaInitialContext & ServerContext): RequestContext => {
     const { headers, signal } = initial.request;
-    // One abort listener per upstream call, at most MAX_UPSTREAM_CALLS: no leak to warn of below.
-    if (signal instanceof EventTarget) setMaxListeners(config.maxUpstreamCalls + 10, signal);
     const requestId = acceptedRequestId(headers.get('x-request-id')) ?? randomUUID();
     const upstreamCalls: CompletedCall[] = [];
     const cachedRanges: RequestContext['cachedRanges'] = [];
     // One budget for the whole request, whatever the length of its batch.
     const state = requestState(initial);
-    state.budget ??= new CallBudget(config.maxUpstreamCalls);
+    if (!state.budget) {
+      state.budget = new CallBudget(config.maxUpstreamCalls);
+      // An upstream call adds one abort listener to the request's signal: the budget bounds them.
+      if (signal instanceof EventTarget) setMaxListeners(config.maxUpstreamCalls + 10, signal);
+    }
     const call: CallContext = {
       authorization: credentials.upstreamAuthorization(headers),
       caller: credentials.callerCredential(headers),
