@@ -3,4 +3,4 @@
 import { compileHttpParser } from './process/memory.js';
 
 await compileHttpParser();
-await import('./serve.js');
+await import('./process/serve.js');

@@ -5,27 +5,22 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
-import { createApp, PATHS } from './app.js';
-import { createRedisResponseStore } from './cache/redis-store.js';
-import { createRefreshes } from './cache/refresh.js';
-import { type Config, ConfigError, loadConfig } from './config.js';
-import { createCredentialPolicy } from './credentials.js';
-import { createHealth } from './http/health.js';
-import { type MetricsSource, metricsListener, registrySource } from './http/use-metrics.js';
-import { runPrimary, workerLink } from './process/cluster.js';
-import {
-  errorName,
-  listenFailure,
-  StartupError,
-  unexpectedFailure,
-} from './process/startup-errors.js';
-import { connectRedis, type RedisConnection } from './redis.js';
-import { createMemoryApqStore, createRedisApqStore } from './security/use-apq.js';
-import { createRateLimiter } from './security/use-rate-limit.js';
-import { VERSION } from './telemetry/build-info.js';
-import { createLogger, type Logger } from './telemetry/logger.js';
-import { createMetrics, type Metrics } from './telemetry/metrics.js';
-import { UpstreamClient } from './upstream/client.js';
+import { createApp, PATHS } from '../app.js';
+import { createRedisResponseStore } from '../cache/redis-store.js';
+import { createRefreshes } from '../cache/refresh.js';
+import { type Config, ConfigError, loadConfig } from '../config.js';
+import { createCredentialPolicy } from '../credentials.js';
+import { createHealth } from '../http/health.js';
+import { type MetricsSource, metricsListener, registrySource } from '../http/use-metrics.js';
+import { connectRedis, type RedisConnection } from '../redis.js';
+import { createMemoryApqStore, createRedisApqStore } from '../security/use-apq.js';
+import { createRateLimiter } from '../security/use-rate-limit.js';
+import { VERSION } from '../telemetry/build-info.js';
+import { createLogger, type Logger } from '../telemetry/logger.js';
+import { createMetrics, type Metrics } from '../telemetry/metrics.js';
+import { UpstreamClient } from '../upstream/client.js';
+import { runPrimary, workerLink } from './cluster.js';
+import { errorName, listenFailure, StartupError, unexpectedFailure } from './startup-errors.js';
 
 /** Before any logger exists, and for start-up failures: one stderr line, exit 1. */
 function failStartup(line: string): never {
@@ -142,7 +137,7 @@ async function start(config: ServingConfig, logger: Logger) {
   const link = workerLink();
   // Before the server exists: the server span comes from patching node:http.
   const tracing = config.tracing
-    ? await (await import('./telemetry/tracing.js')).startTracing(
+    ? await (await import('../telemetry/tracing.js')).startTracing(
         config.tracing,
         config.propagators,
         [PATHS.health, PATHS.readiness, PATHS.metrics],
