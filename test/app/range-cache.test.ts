@@ -470,17 +470,21 @@ describe('range cache', () => {
         }
       })();
       // What the process works at before /health is answered, in CPU time: on a shared machine
-      // the wall clock also counts the other processes' turns.
+      // the wall clock also counts the other processes' turns. The best of three, so that a
+      // collection's pause is not counted as the requests' work.
+      const probe = async () => {
+        const sent = process.cpuUsage();
+        const health = await new Promise<Response>((resolve) => {
+          setTimeout(() => resolve(app.fetch('http://facade.test/health')), 2);
+        });
+        const { user, system } = process.cpuUsage(sent);
+        expect(health.status).toBe(200);
+        return (user + system) / 1000;
+      };
       const waits: number[] = [];
       try {
         for (let i = 0; i < 20; i++) {
-          const sent = process.cpuUsage();
-          const health = await new Promise<Response>((resolve) => {
-            setTimeout(() => resolve(app.fetch('http://facade.test/health')), 2);
-          });
-          const { user, system } = process.cpuUsage(sent);
-          waits.push((user + system) / 1000);
-          expect(health.status).toBe(200);
+          waits.push(Math.min(await probe(), await probe(), await probe()));
         }
       } finally {
         running = false;
