@@ -254,7 +254,7 @@ export class UpstreamClient {
         bodyTimeout: timeoutMs,
       });
       completed.outcome = response.statusCode;
-      completed.passedBack = pickHeaders(response.headers, this.#passedBack);
+      completed.passedBack = pickHeaders(response.headers, this.#passedBack, this.#redact);
       const text = await readBody(response, cancel);
       if (response.statusCode < 200 || response.statusCode >= 300) {
         throw upstreamHttpError(

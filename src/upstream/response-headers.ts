@@ -22,19 +22,21 @@ export function passedBackNames(extra: readonly string[] = []): readonly string[
 }
 
 /**
- * By lower-case name, a repeated one joined as HTTP joins field lines; undefined when none, so a
- * call to an upstream that states no limit keeps nothing.
+ * By lower-case name, a repeated one joined as HTTP joins field lines, redacted as error messages
+ * are (docs/upstream.md#errors); undefined when none, so a call to an upstream that states no
+ * limit keeps nothing.
  */
 export function pickHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   names: ReadonlySet<string>,
+  redact: (text: string) => string = (text) => text,
 ): Readonly<Record<string, string>> | undefined {
   let picked: Record<string, string> | undefined;
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     if (!names.has(name) && !LIMIT_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
     picked ??= {};
-    picked[name] = Array.isArray(value) ? value.join(', ') : value;
+    picked[name] = redact(Array.isArray(value) ? value.join(', ') : value);
   }
   return picked;
 }

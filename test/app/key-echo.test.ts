@@ -71,6 +71,16 @@ describe("the facade's key, echoed by the upstream", () => {
     expect(verify.data?.verifyDomain.message).toBe('no verification under [redacted]');
   });
 
+  it.each(ECHOES)('never reaches the caller %s in a header passed back', async (_, echo) => {
+    h.sandbox.setFault('GET /git/v1/repo', {
+      headers: { 'x-ratelimit-scope': `key ${echo}`, 'ratelimit-remaining': '7' },
+    });
+    const answer = await h.gql(QUERY, {}, CALLER);
+    expect(answer.errors).toBeUndefined();
+    expect(answer.headers.get('x-ratelimit-scope')).toBe('key [redacted]');
+    expect(answer.headers.get('ratelimit-remaining')).toBe('7');
+  });
+
   it("leaves the upstream's own words as they are", async () => {
     const message = 'the key sent may not list repositories; ask for the live scope';
     h.sandbox.setFault('GET /git/v1/repo', { status: 403, body: { message } });
