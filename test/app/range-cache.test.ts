@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { heapBytes, memoryBounds } from '../../src/cache/heap.js';
 import type { CachePolicy } from '../../src/cache/policy.js';
-import { createRangeCache } from '../../src/cache/ranges.js';
+import { createRangeCache, type StaleRule } from '../../src/cache/ranges.js';
 import { createMemoryResponseStore } from '../../src/cache/response-store.js';
 import type { Repository, RepositoryList } from '../../src/upstream/repository-list.js';
 import { TENANT } from '../helpers/cache-isolation.js';
@@ -45,14 +46,40 @@ const range = (start: number, count: number, total: number, tag = 'r'): Reposito
 const ids = (found: { covering: RepositoryList } | undefined) =>
   found?.covering.repositories.map((repository) => repository.id);
 
+/**
+ * What a caller's kept ranges count, as a sum: its list's record, then per range kept (or piece of
+ * one left by later ranges) a record, a slot per item and the items' own heap bytes. The three
+ * constants come from caches holding one range, one of two items and two ranges.
+ */
+function byteCount(caller: typeof alice) {
+  const measure = (...kept: Array<[start: number, count: number]>) => {
+    const ranges = createRangeCache(64 * MiB);
+    for (const [start, count] of kept)
+      ranges.keep(caller, range(start, count, 100, 'c'), start, HOUR, Date.now());
+    return ranges.bytes;
+  };
+  const own = (id: string) => heapBytes(item(id));
+  const one = measure([0, 1]);
+  const slot = measure([0, 2]) - one - own('c1');
+  const record = measure([0, 1], [5, 1]) - one - slot - own('c5');
+  const list = one - record - slot - own('c0');
+  // Each item costs its slot in the range beyond its own bytes.
+  expect(slot).toBeGreaterThan(0);
+  return (pieces: ReadonlyArray<readonly string[]>) =>
+    list +
+    pieces.reduce((sum, ids) => sum + record + ids.reduce((n, id) => n + slot + own(id), 0), 0);
+}
+
 describe('createRangeCache', () => {
   afterEach(() => {
     vi.useRealTimers();
   });
 
-  it('answers from the kept ranges what a list of every kept item would', () => {
+  it('answers from the kept ranges what a list of every kept item would, and counts what it keeps', () => {
     // The oracle: per position, the item of the last range kept over it; past `total`, nothing,
-    // once a range reached it.
+    // once a range reached it. What is kept is the pieces of ranges later ones left: runs of
+    // positions kept by the same range, the one that last reached `total` holding what lies past.
+    const counted = byteCount(alice);
     const keep = fc.record({
       start: fc.integer({ min: 0, max: 40 }),
       count: fc.integer({ min: 0, max: 8 }),
@@ -72,7 +99,22 @@ describe('createRangeCache', () => {
         const now = Date.now();
         let total: number | undefined;
         let items = new Map<number, string>();
-        let reachedTotal = false;
+        let keptBy = new Map<number, number>();
+        let reachedBy: number | undefined;
+        const reachedTotal = () => reachedBy !== undefined;
+        const pieces = () => {
+          const found: string[][] = [];
+          let last: { at: number; by: number } | undefined;
+          for (const at of [...keptBy.keys()].sort((a, b) => a - b)) {
+            const by = keptBy.get(at) as number;
+            if (last?.by !== by || last.at !== at - 1) found.push([]);
+            found.at(-1)?.push(items.get(at) as string);
+            last = { at, by };
+          }
+          if (reachedBy !== undefined && keptBy.get((total as number) - 1) !== reachedBy)
+            found.push([]);
+          return found;
+        };
         steps.forEach((s, n) => {
           if ('keep' in s) {
             const { start, count, total: t } = s.keep;
@@ -81,12 +123,15 @@ describe('createRangeCache', () => {
             if (t !== total) {
               total = t;
               items = new Map();
-              reachedTotal = false;
+              keptBy = new Map();
+              reachedBy = undefined;
             }
             list.repositories.forEach((r, i) => {
               items.set(start + i, r.id as string);
+              keptBy.set(start + i, n);
             });
-            if (start + list.repositories.length >= t) reachedTotal = true;
+            if (start + list.repositories.length >= t) reachedBy = n;
+            expect(ranges.bytes).toBe(counted(pieces()));
             return;
           }
           const { start, length } = s.look;
@@ -98,7 +143,7 @@ describe('createRangeCache', () => {
           const expected: string[] = [];
           let covered = true;
           for (let p = start; p < start + length; p++) {
-            if (p >= total) covered &&= reachedTotal;
+            if (p >= total) covered &&= reachedTotal();
             else if (items.has(p)) expected.push(items.get(p) as string);
             else covered = false;
           }
@@ -112,6 +157,248 @@ describe('createRangeCache', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("serves a range fresh with a whole second left, then stale within its rule's window, then frees it", () => {
+    // The oracle, in whole milliseconds: fresh while `maxAge` less a second has not elapsed; stale
+    // (under a rule) until `maxAge` and that rule's window have; gone past the longest window.
+    const seconds = fc.integer({ min: 0, max: 5 });
+    const optional = fc.option(seconds, { nil: undefined });
+    const policy = fc.record({
+      maxAge: seconds,
+      privateMaxAge: optional,
+      scope: fc.constantFrom('PUBLIC' as const, 'PRIVATE' as const),
+      staleWhileRevalidate: optional,
+      staleIfError: optional,
+    });
+    // Near whole seconds, where the rounding and the windows' ends lie.
+    const elapsed = fc
+      .tuple(fc.integer({ min: 0, max: 11 }), fc.constantFrom(-1, 0, 1, 999))
+      .map(([s, ms]) => Math.max(0, 1000 * s + ms));
+    const rules = fc.constantFrom<StaleRule | undefined>(
+      undefined,
+      'stale-while-revalidate',
+      'stale-if-error',
+    );
+    const since = 1_000_000;
+    vi.useFakeTimers({ now: since });
+    fc.assert(
+      fc.property(policy, elapsed, rules, (kept, ms, rule) => {
+        vi.setSystemTime(since);
+        const ranges = createRangeCache(MiB);
+        ranges.keep(alice, range(0, 10, 50), 0, kept, since);
+        const windows = {
+          'stale-while-revalidate': kept.staleWhileRevalidate ?? 0,
+          'stale-if-error': kept.staleIfError ?? 0,
+        };
+        const longest = kept.maxAge + Math.max(...Object.values(windows));
+        if (longest === 0) {
+          expect(ranges.bytes).toBe(0);
+          expect(ranges.lookup(alice, 0, 10, rule)).toBeUndefined();
+          return;
+        }
+        vi.setSystemTime(since + ms);
+        const bytes = ranges.bytes;
+        const empty = ranges.lookup(alice, 20, 20, rule);
+        const found = ranges.lookup(alice, 0, 10, rule);
+        const spent = Math.ceil(ms / 1000);
+        let expected: object | undefined;
+        if (ms <= (kept.maxAge - 1) * 1000) {
+          expected = {
+            policy: {
+              maxAge: kept.maxAge - spent,
+              ...(kept.privateMaxAge === undefined
+                ? {}
+                : { privateMaxAge: Math.max(0, kept.privateMaxAge - spent) }),
+              scope: kept.scope,
+            },
+            stale: undefined,
+          };
+        } else if (rule && ms <= (kept.maxAge + windows[rule]) * 1000) {
+          expected = {
+            policy: { maxAge: 0, scope: 'PRIVATE' },
+            stale: { rule, age: Math.floor(ms / 1000) },
+          };
+        }
+        expect(found && { policy: found.policy, stale: found.stale }).toStrictEqual(expected);
+        expect(empty && { policy: empty.policy, stale: empty.stale }).toStrictEqual(expected);
+        if (expected) {
+          expect(ids(found)).toEqual(range(0, 10, 50).repositories.map((r) => r.id));
+          expect(empty?.covering).toEqual({ repositories: [], total: 50, offset: 20 });
+        }
+        expect(ranges.bytes < bytes).toBe(ms > longest * 1000);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('keeps nothing without a policy that gives a lifetime or a stale window, or without room', () => {
+    const ranges = createRangeCache(MiB);
+    const now = Date.now();
+    ranges.keep(alice, range(0, 10, 50), 0, undefined, now);
+    ranges.keep(alice, range(0, 10, 50), 0, { maxAge: 0, scope: 'PUBLIC' }, now);
+    expect(ranges.bytes).toBe(0);
+    expect(ranges.lookup(alice, 0, 10, 'stale-if-error')).toBeUndefined();
+    const none = createRangeCache(0);
+    none.keep(alice, range(0, 10, 50), 0, HOUR, now);
+    none.keep(alice, range(10, 0, 10), 10, HOUR, now);
+    expect(none.bytes).toBe(0);
+    expect(none.lookup(alice, 0, 10)).toBeUndefined();
+    expect(none.lookup(alice, 10, 20)).toBeUndefined();
+  });
+
+  it('answers a range read across stale and fresh ones as stale, as old as its oldest data', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    const ranges = createRangeCache(MiB);
+    const policy: CachePolicy = { maxAge: 10, staleIfError: 60, scope: 'PUBLIC' };
+    ranges.keep(alice, range(0, 10, 50), 0, policy, 85_000);
+    ranges.keep(alice, range(10, 10, 50), 10, policy, 70_000);
+    ranges.keep(alice, range(20, 10, 50), 20, policy, 99_000);
+    ranges.keep(alice, range(30, 10, 50), 30, policy, 80_000);
+    const rule = 'stale-if-error';
+    // Fresh, then stale: no further lifetime for anyone.
+    const mixed = ranges.lookup(alice, 25, 35, rule);
+    expect(mixed?.policy.maxAge).toBe(0);
+    expect(mixed?.stale).toEqual({ rule, age: 20 });
+    // Stale only: private, whatever the ranges' scope.
+    expect(ranges.lookup(alice, 5, 15, rule)?.policy).toEqual({ maxAge: 0, scope: 'PRIVATE' });
+    expect(ranges.lookup(alice, 5, 25, rule)?.stale).toEqual({ rule, age: 30 });
+    expect(ranges.lookup(alice, 15, 35, rule)?.stale).toEqual({ rule, age: 30 });
+    expect(ranges.lookup(alice, 5, 25)).toBeUndefined();
+    expect(ranges.lookup(alice, 20, 30)?.policy).toEqual({ maxAge: 9, scope: 'PUBLIC' });
+  });
+
+  it('answers a page of no items while any range kept could answer, stale windows counted', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    const ranges = createRangeCache(MiB);
+    ranges.keep(alice, range(0, 10, 50), 0, { maxAge: 100, scope: 'PRIVATE' }, 100_000);
+    // Kept later, but gone sooner.
+    ranges.keep(alice, range(10, 10, 50), 10, { maxAge: 10, scope: 'PRIVATE' }, 101_000);
+    vi.setSystemTime(150_000);
+    expect(ranges.lookup(alice, 60, 60)?.policy).toEqual({ maxAge: 50, scope: 'PRIVATE' });
+    const revalidated: CachePolicy = { maxAge: 20, staleWhileRevalidate: 100, scope: 'PRIVATE' };
+    ranges.keep(alice, range(20, 10, 50), 20, revalidated, 150_000);
+    // Past the first range's lifetime, within the last one's window.
+    vi.setSystemTime(250_000);
+    expect(ranges.lookup(alice, 60, 60)).toBeUndefined();
+    expect(ranges.lookup(alice, 60, 60, 'stale-while-revalidate')?.stale).toEqual({
+      rule: 'stale-while-revalidate',
+      age: 100,
+    });
+    vi.setSystemTime(270_001);
+    expect(ranges.lookup(alice, 60, 60, 'stale-while-revalidate')).toBeUndefined();
+  });
+
+  it('frees a range a look-up finds past every window, and keeps the ranges beside it', () => {
+    vi.useFakeTimers({ now: 100_000 });
+    const counted = byteCount(alice);
+    const ranges = createRangeCache(MiB);
+    const named = (start: number) => Array.from({ length: 10 }, (_, i) => `r${start + i}`);
+    ranges.keep(alice, range(0, 10, 50), 0, HOUR, 100_000);
+    ranges.keep(alice, range(10, 10, 50), 10, { maxAge: 10, scope: 'PRIVATE' }, 100_000);
+    ranges.keep(alice, range(30, 10, 50), 30, HOUR, 100_000);
+    vi.setSystemTime(110_001);
+    const before = ranges.bytes;
+    // Look-ups that do not reach it, the gap just past it included, leave it be.
+    expect(ids(ranges.lookup(alice, 0, 10))).toEqual(named(0));
+    expect(ranges.lookup(alice, 20, 30)).toBeUndefined();
+    expect(ranges.lookup(alice, 30, 40)).toBeDefined();
+    expect(ranges.bytes).toBe(before);
+    expect(ranges.lookup(alice, 5, 15, 'stale-if-error')).toBeUndefined();
+    expect(ranges.bytes).toBe(counted([named(0), named(30)]));
+    expect(ids(ranges.lookup(alice, 0, 10))).toEqual(named(0));
+    expect(ids(ranges.lookup(alice, 30, 40))).toEqual(named(30));
+  });
+
+  it("counts the caller's key with what it keeps", () => {
+    const now = Date.now();
+    const bytes = (caller: typeof alice) => {
+      const ranges = createRangeCache(MiB);
+      ranges.keep(caller, range(0, 10, 50), 0, HOUR, now);
+      return ranges.bytes;
+    };
+    const long = { authorization: `Bearer ${'t'.repeat(10_000)}`, forwarded: {} };
+    expect(bytes(long) - bytes(alice)).toBeGreaterThanOrEqual(10_000 - 'alice'.length);
+  });
+
+  it('keeps its own copy of the items, whatever the caller does with its list after', () => {
+    const ranges = createRangeCache(MiB);
+    const now = Date.now();
+    const inner = range(0, 10, 50);
+    const last = range(45, 5, 50);
+    ranges.keep(alice, inner, 0, HOUR, now);
+    ranges.keep(alice, last, 45, HOUR, now);
+    inner.repositories[0] = item('changed');
+    last.repositories.push(item('grown'));
+    expect(ids(ranges.lookup(alice, 0, 2))).toEqual(['r0', 'r1']);
+    expect(ids(ranges.lookup(alice, 48, 60))).toEqual(['r48', 'r49']);
+  });
+
+  it('keeps a range as large as its share, and none larger, which leaves the others kept', () => {
+    const bound = 8 * MiB;
+    const { share } = memoryBounds(bound);
+    const counted = byteCount(alice);
+    // An item whose id makes a range of exactly the share, and one a slot larger.
+    const near = share - counted([['']]);
+    const exact = Array.from({ length: 32 }, (_, n) => 'x'.repeat(near - 16 + n)).find(
+      (id) => counted([[id]]) === share,
+    ) as string;
+    const larger = `${exact}${'x'.repeat(8)}`;
+    const one = (id: string): RepositoryList => ({
+      repositories: [item(id)],
+      total: 50,
+      offset: 0,
+    });
+    const ranges = createRangeCache(bound);
+    const now = Date.now();
+    ranges.keep(alice, range(5, 1, 50), 5, HOUR, now);
+    const before = ranges.bytes;
+    ranges.keep(alice, one(larger), 0, HOUR, now);
+    expect(ranges.bytes).toBe(before);
+    expect(ranges.lookup(alice, 0, 1)).toBeUndefined();
+    expect(ids(ranges.lookup(alice, 5, 6))).toEqual(['r5']);
+    // As large as the share: kept, and the caller's older range goes to make room.
+    ranges.keep(alice, one(exact), 0, HOUR, now);
+    expect(ranges.bytes).toBe(share);
+    expect(ids(ranges.lookup(alice, 0, 1))).toEqual([exact]);
+    expect(ranges.lookup(alice, 5, 6)).toBeUndefined();
+  });
+
+  it("drops a caller's oldest ranges first past its share, a trimmed one keeping its age", () => {
+    // A share of 1 MiB holds ten such items, not eleven.
+    const ranges = createRangeCache(8 * MiB);
+    const now = Date.now();
+    const padding = 'x'.repeat(100_000);
+    const keep = (start: number, count: number) => {
+      const list = range(start, count, 50);
+      const repositories = list.repositories.map((r) => ({ ...r, id: r.id + padding }));
+      ranges.keep(alice, { ...list, repositories }, start, HOUR, now);
+    };
+    const held = () =>
+      Array.from({ length: 30 }, (_, at) => at).filter((at) => ranges.lookup(alice, at, at + 1));
+    keep(3, 1);
+    keep(0, 2);
+    keep(6, 2);
+    // Replaces the first range whole: it is no longer among the oldest.
+    keep(3, 1);
+    // Trim [0, 2) to [0, 1) and [6, 8) to [7, 8), each left where it was among the oldest.
+    keep(1, 1);
+    keep(6, 1);
+    keep(10, 2);
+    keep(13, 2);
+    // Trims [10, 12) and [13, 15) at once.
+    keep(11, 3);
+    let before = held();
+    expect(before).toEqual([0, 1, 3, 6, 7, 10, 11, 12, 13, 14]);
+    const lost: number[][] = [];
+    for (let start = 20; start < 28; start++) {
+      keep(start, 1);
+      expect(ranges.bytes).toBeLessThanOrEqual(memoryBounds(8 * MiB).share);
+      const after = held();
+      lost.push(before.filter((at) => !after.includes(at)));
+      before = after;
+    }
+    expect(lost).toEqual([[0], [7], [3], [1], [6], [10], [14], [11, 12, 13]]);
   });
 
   it('answers a look-up over the first pages in under a millisecond, whatever one caller kept', () => {
