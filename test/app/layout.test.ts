@@ -70,6 +70,17 @@ function longFunctions(file: string, text: string, limit: number): string[] {
   return found;
 }
 
+/** Where state escapes its types: a Symbol stash or a double cast, as `file:line what`. */
+function untypedState(file: string, text: string): string[] {
+  return text
+    .split('\n')
+    .flatMap((line, index) =>
+      [...line.matchAll(/\bSymbol(?:\.for)?\(|\bas unknown as\b/g)].map(
+        ([what]) => `${relative(SRC, file)}:${index + 1} ${what}`,
+      ),
+    );
+}
+
 describe('the layout of src/', () => {
   it('has no function over 80 lines', () => {
     const long = sources(SRC).flatMap((file) =>
@@ -82,6 +93,19 @@ describe('the layout of src/', () => {
     const body = Array.from({ length: 81 }, (_, i) => `  const a${i} = ${i};`).join('\n');
     const text = `export function tall() {\n${body}\n}\nconst short = () => 1;\n`;
     expect(longFunctions(join(SRC, 'x.ts'), text, 80)).toEqual(['x.ts:1 tall (83)']);
+  });
+
+  it('keeps per-request state typed: no Symbol stash, no double cast', () => {
+    const found = sources(SRC).flatMap((file) => untypedState(file, readFileSync(file, 'utf8')));
+    expect(found).toEqual([]);
+  });
+
+  it('finds a Symbol stash and a double cast when there are', () => {
+    const text = "const STATE = Symbol.for('state');\nconst a = b as unknown as C;\n";
+    expect(untypedState(join(SRC, 'x.ts'), text)).toEqual([
+      'x.ts:1 Symbol.for(',
+      'x.ts:2 as unknown as',
+    ]);
   });
 
   it('has no import cycle, type-only imports included', () => {
