@@ -34,6 +34,8 @@ export interface RequestState {
   staleAge: number | undefined;
   /** Whether the response cache answered (a batch: its last operation), when it is on. */
   responseCache: 'hit' | 'miss' | undefined;
+  /** The response cache's hash of the caller's credential and forwarded headers, once made. */
+  cacheSession: string | undefined;
   /** The upstream calls of each operation executed, whose rate-limit headers are passed back. */
   upstreamCalls: Array<readonly CompletedCall[]> | undefined;
   /** What the facade's own rate limit counted, for its RateLimit headers. */
@@ -87,6 +89,7 @@ export function requestState(carrier: RequestStateCarrier): RequestState {
     operationPolicies: undefined,
     cachePolicy: undefined,
     responseCache: undefined,
+    cacheSession: undefined,
     staleAge: undefined,
     upstreamCalls: undefined,
     rateLimit: undefined,

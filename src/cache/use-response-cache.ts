@@ -41,7 +41,12 @@ export function useResponseCache({
   store,
   credentials,
 }: ResponseCacheOptions): Plugin<Context, ServerContext> {
-  const session = (request: Request) => cacheSession(credentials, request.headers);
+  // Hashed once per request: a miss that is kept, or a mutation, needs it again after execution.
+  const session = (carrier: ServerContext, request: Request) => {
+    const state = requestState(carrier);
+    state.cacheSession ??= cacheSession(credentials, request.headers);
+    return state.cacheSession;
+  };
   return {
     onParams({ params, request, setResult, context }) {
       // Yoga's own parameter check, after this hook, answers parameters of the wrong type.
@@ -50,7 +55,7 @@ export function useResponseCache({
       const state = requestState(context);
       state.responseCache = 'miss';
       if (store.empty) return;
-      const key = cacheKey(session(request), params);
+      const key = cacheKey(session(context, request), params);
       const answer = (kept: KeptAnswer | null | undefined) => {
         if (!kept) return;
         state.responseCache = 'hit';
@@ -74,7 +79,7 @@ export function useResponseCache({
       const { request, params } = context;
       if (getOperationAST(args.document, args.operationName)?.operation === 'mutation') {
         return {
-          onExecuteDone: () => store.evictSession(session(request)),
+          onExecuteDone: () => store.evictSession(session(context, request)),
         };
       }
       const since = Date.now();
@@ -85,7 +90,7 @@ export function useResponseCache({
           if (isAsyncIterable(result) || result.errors?.length) return;
           const policy = context.cachePolicy;
           if (!(policy?.maxAge ?? 0)) return;
-          return store.set(cacheKey(session(request), params), { result, policy }, since);
+          return store.set(cacheKey(session(context, request), params), { result, policy }, since);
         },
       };
     },
