@@ -8,6 +8,7 @@ import { FacadeError } from '../../src/errors.js';
 import { CallBudget } from '../../src/upstream/budget.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { type Endpoint, listRepositories } from '../../src/upstream/endpoints.js';
+import { deleteItem } from '../helpers/endpoints.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const ROUTE = 'GET /git/v1/repo';
@@ -90,14 +91,6 @@ describe('createInFlight', () => {
 
   it('sends every call on its own when disabled, and every write even when enabled', async () => {
     const held = gate();
-    const write: Endpoint<{ id: string }, void> = {
-      method: 'DELETE',
-      path: '/test/v1/items/{id}',
-      params: ({ id }) => ({ id }),
-      decode: null,
-      retry: false,
-      timeout: 'timeoutMs',
-    };
     h.sandbox.setFault(ROUTE, { until: held.promise });
     h.sandbox.setFault('DELETE /test/v1/items/a', { until: held.promise, status: 204 });
     const off = joining(false);
@@ -105,8 +98,8 @@ describe('createInFlight', () => {
     const answers = Promise.all([
       off.inFlight.send(listRepositories, { limit: 1 }, {}),
       off.inFlight.send(listRepositories, { limit: 1 }, {}),
-      on.inFlight.send(write, { id: 'a' }, {}),
-      on.inFlight.send(write, { id: 'a' }, {}),
+      on.inFlight.send(deleteItem, { id: 'a' }, {}),
+      on.inFlight.send(deleteItem, { id: 'a' }, {}),
     ]);
     await expect.poll(() => upstreamRequests(h.sandbox).length).toBe(4);
     held.open();

@@ -6,18 +6,10 @@ import { FacadeError } from '../../src/errors.js';
 import { CallBudget } from '../../src/upstream/budget.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { type Endpoint, fillPath } from '../../src/upstream/endpoints.js';
+import { deleteItem } from '../helpers/endpoints.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';
 
-// A route no REST API has: the sandbox answers it 404, and records what it was sent.
-const remove: Endpoint<{ id: string }, void> = {
-  method: 'DELETE',
-  path: '/test/v1/items/{id}',
-  params: ({ id }) => ({ id }),
-  decode: null,
-  retry: false,
-  timeout: 'timeoutMs',
-};
-const read: Endpoint<{ id: string }, void> = { ...remove, method: 'GET', retry: false };
+const read: Endpoint<{ id: string }, void> = { ...deleteItem, method: 'GET', retry: false };
 
 const REFUSED = ['', '.', '..', '\ud800'];
 
@@ -31,7 +23,7 @@ async function codeOf(promise: Promise<unknown>): Promise<unknown> {
 
 describe('fillPath', () => {
   it('sends each value as one percent-encoded segment', () => {
-    const filled = (id: string) => fillPath(remove, { id });
+    const filled = (id: string) => fillPath(deleteItem, { id });
     expect(filled('a/b')).toBe('/test/v1/items/a%2Fb');
     expect(filled('é x?#')).toBe('/test/v1/items/%C3%A9%20x%3F%23');
     expect(filled('%2e%2e')).toBe('/test/v1/items/%252e%252e');
@@ -40,11 +32,13 @@ describe('fillPath', () => {
 
   it('refuses a value that cannot be one segment as BAD_USER_INPUT naming it', () => {
     for (const id of REFUSED)
-      expect(() => fillPath(remove, { id }), JSON.stringify(id)).toThrow(/^Invalid input: id: /);
+      expect(() => fillPath(deleteItem, { id }), JSON.stringify(id)).toThrow(
+        /^Invalid input: id: /,
+      );
   });
 
   it('fails loudly when a template has no value for a name (a defect of the entry)', () => {
-    expect(() => fillPath({ ...remove, params: undefined }, { id: 'a' })).toThrow(
+    expect(() => fillPath({ ...deleteItem, params: undefined }, { id: 'a' })).toThrow(
       'no value for {id}',
     );
   });
@@ -56,7 +50,7 @@ describe('routes with values in their path', () => {
 
   it('requests the filled path and names the call by its template', async () => {
     calls.length = 0;
-    expect(await codeOf(h.client.send(remove, { id: 'a/b c' }, {}))).toBe('NOT_FOUND');
+    expect(await codeOf(h.client.send(deleteItem, { id: 'a/b c' }, {}))).toBe('NOT_FOUND');
     expect(upstreamRequests(h.sandbox).map((r) => `${r.method} ${r.path}`)).toEqual([
       'DELETE /test/v1/items/a%2Fb%20c',
     ]);
@@ -68,7 +62,7 @@ describe('routes with values in their path', () => {
     const joining = createInFlight(h.client, { enabled: true });
     for (const id of REFUSED) {
       const budget = new CallBudget(3);
-      expect(await codeOf(h.client.send(remove, { id }, { budget }))).toBe('BAD_USER_INPUT');
+      expect(await codeOf(h.client.send(deleteItem, { id }, { budget }))).toBe('BAD_USER_INPUT');
       expect(await codeOf(joining.send(read, { id }, { budget }))).toBe('BAD_USER_INPUT');
       expect(budget.left).toBe(3);
     }
