@@ -14,7 +14,7 @@ import {
   printSchema,
 } from 'graphql';
 import { createApp } from '../src/app.js';
-import { defaultConfig } from '../src/config.js';
+import { defaultConfig } from '../src/config/load.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 
 export const schemaPath = fileURLToPath(new URL('../schema.graphql', import.meta.url));

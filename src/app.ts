@@ -6,7 +6,7 @@ import { createMemoryResponseStore, type ResponseStore } from './cache/response-
 import { useCacheControl } from './cache/use-cache-control.js';
 import { useRangeCache } from './cache/use-range-cache.js';
 import { useResponseCache } from './cache/use-response-cache.js';
-import type { Config } from './config.js';
+import type { Config } from './config/load.js';
 import { createContextFactory, type RequestContext, type ServerContext } from './context.js';
 import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
 import {

@@ -6,7 +6,7 @@ import { createInFlight } from './cache/join.js';
 import type { CachePolicy } from './cache/policy.js';
 import type { RangeCache, Stale } from './cache/ranges.js';
 import type { Refreshes } from './cache/refresh.js';
-import type { Config } from './config.js';
+import type { Config } from './config/load.js';
 import type { CredentialPolicy } from './credentials.js';
 import {
   acceptedRequestId,

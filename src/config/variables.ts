@@ -1,5 +1,5 @@
 // Every environment variable the facade reads, each declared once in the section of
-// docs/configuration.md it belongs to, nested as Config is; src/config.ts derives the rest.
+// docs/configuration.md it belongs to, nested as Config is; src/config/load.ts derives the rest.
 import { z } from 'zod';
 import { CACHEABLE_PATHS } from '../upstream/endpoints.js';
 import { UPSTREAM_LIMIT_HEADERS } from '../upstream/response-headers.js';

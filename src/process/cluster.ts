@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
-import type { Config } from '../config.js';
+import type { Config } from '../config/load.js';
 import type { MetricsSource } from '../http/use-metrics.js';
 import type { Logger } from '../telemetry/logger.js';
 

@@ -8,7 +8,7 @@ import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from '../app.js';
 import { createRedisResponseStore } from '../cache/redis-store.js';
 import { createRefreshes } from '../cache/refresh.js';
-import { type Config, ConfigError, loadConfig } from '../config.js';
+import { type Config, ConfigError, loadConfig } from '../config/load.js';
 import { createCredentialPolicy } from '../credentials.js';
 import { createHealth } from '../http/health.js';
 import { type MetricsSource, metricsListener, registrySource } from '../http/use-metrics.js';

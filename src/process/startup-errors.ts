@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/load.js';
 
 /** A start-up failure the operator can act on: the message names the variable to change. */
 export class StartupError extends Error {}

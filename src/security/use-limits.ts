@@ -2,7 +2,7 @@ import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { ASTVisitor, GraphQLError, ValidationContext } from 'graphql';
 import { NoSchemaIntrospectionCustomRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Config } from '../config.js';
+import type { Config } from '../config/load.js';
 import { FacadeError } from '../errors.js';
 
 // graphql-armor words every rejection as a "Syntax Error"; these are limits, not syntax.

@@ -10,8 +10,8 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
+import type { Config } from '../config/load.js';
 import { REDIS_TIMEOUT_MS } from '../config/variables.js';
-import type { Config } from '../config.js';
 import type { Context, ServerContext } from '../context.js';
 import { bearerToken, tokenId } from '../credentials.js';
 import { FacadeError } from '../errors.js';

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Tracer } from '@opentelemetry/api';
-import type { TracingConfig } from '../config.js';
+import type { TracingConfig } from '../config/load.js';
 import type { Logger } from './logger.js';
 import { createPropagator, type PropagatorName } from './trace-context.js';
 

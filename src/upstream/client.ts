@@ -16,7 +16,7 @@ import {
   type StaleDefaults,
   withStale,
 } from '../cache/policy.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/load.js';
 import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
 import { injectTraceContext, type TraceContext } from '../telemetry/trace-context.js';
 import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';

@@ -2,7 +2,7 @@ import { promises as dnsPromises } from 'node:dns';
 import { context, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import DataLoader from 'dataloader';
 import { LRUCache } from 'lru-cache';
-import { type Config, ConfigError } from '../config.js';
+import { type Config, ConfigError } from '../config/load.js';
 import { FacadeError, UpstreamBudgetError } from '../errors.js';
 import type { CallContext } from './client.js';
 import { type DnsServer, parseServer, queryTxt } from './txt-query.js';

@@ -11,7 +11,7 @@ import {
   strictest,
   withStale,
 } from '../../src/cache/policy.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');

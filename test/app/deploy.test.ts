@@ -8,7 +8,7 @@ import { type IService, Service } from 'kubernetes-models/v1/Service';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { PATHS } from '../../src/app.js';
-import { CONFIG_VARIABLES, loadConfig } from '../../src/config.js';
+import { CONFIG_VARIABLES, loadConfig } from '../../src/config/load.js';
 
 const dir = new URL('../../deploy/kubernetes/', import.meta.url);
 const read = (name: string) => readFileSync(new URL(name, dir), 'utf8');

@@ -1,7 +1,7 @@
 // TXT answers kept for their TTL, bounded, and never a failure (src/upstream/dns.ts, txt-query.ts).
 import { Packet } from 'dns2';
 import { describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/load.js';
 import { decodeTxtAnswer, encodeTxtQuery } from '../../src/upstream/txt-query.js';
 import { postGraphQL, useDnsHarness } from '../helpers/harness.js';
 

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type * as Tr46 from 'tr46';
 import { describe, expect, it, vi } from 'vitest';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/load.js';
 import { startSilentDnsServer } from '../helpers/dns-server.js';
 import { type GraphQLResponse, postGraphQL, useDnsHarness } from '../helpers/harness.js';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { generate } from '@graphql-codegen/cli';
 import { describe, expect, it } from 'vitest';
 import codegenConfig from '../../examples/web/codegen.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const GQL = 'examples/web/src/gql';

@@ -3,7 +3,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Kind, parse, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { tabsPath, writtenTabs } from '../../scripts/graphiql-tabs.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { graphiqlTabs } from '../../src/http/graphiql-tabs.js';
 import { schema } from '../../src/schema/index.js';
 import { useDnsHarness } from '../helpers/harness.js';

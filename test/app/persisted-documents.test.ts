@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { APQ_MAX_DOCUMENT_BYTES } from '../../src/security/use-apq.js';
 import { documentIdOf } from '../../src/security/use-trusted-documents.js';
 import { upstreamRequests, useHarness } from '../helpers/harness.js';

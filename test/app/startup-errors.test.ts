@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { listenFailure, unexpectedFailure } from '../../src/process/startup-errors.js';
 
 describe('start-up failure lines', () => {

@@ -1,7 +1,7 @@
 // The upstream's rate-limit headers passed back to the caller (src/http/use-upstream-headers.ts).
 import type { Plugin } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { strictestHeaders, useUpstreamHeaders } from '../../src/http/use-upstream-headers.js';
 import { type RequestStateCarrier, requestState } from '../../src/request-state.js';
 import type { CompletedCall } from '../../src/upstream/client.js';

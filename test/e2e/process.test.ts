@@ -3,7 +3,7 @@ import { type AddressInfo, connect, createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { type FacadeProcess, post, runFacade, startFacade } from '../helpers/process.js';
 
 const REPOS = 'query Repos { repositories(limit: 3) { total items { id defaultBranch } } }';

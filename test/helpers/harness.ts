@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../sandbox/server.js';
 import { type AppDeps, createApp } from '../../src/app.js';
-import { type Config, defaultConfig } from '../../src/config.js';
+import { type Config, defaultConfig } from '../../src/config/load.js';
 import type { BreakerState } from '../../src/upstream/breaker.js';
 import { type CompletedCall, UpstreamClient } from '../../src/upstream/client.js';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';

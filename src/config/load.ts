@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
-import { variablesOf } from './config/variable.js';
-import { type Settings, settingsSchema } from './config/variables.js';
-import { credentialSettingsProblem } from './credentials.js';
+import { credentialSettingsProblem } from '../credentials.js';
+import { variablesOf } from './variable.js';
+import { type Settings, settingsSchema } from './variables.js';
 
 /** A bad setting: main.ts prints its message, which names the variable, as one stderr line. */
 export class ConfigError extends Error {}
