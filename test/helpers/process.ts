@@ -25,6 +25,8 @@ export interface StartOptions {
   cwd?: string;
   /** Node's arguments; default: the development entry (scripts/dev.ts) through tsx. */
   entry?: string[];
+  /** The program run with `entry` as its arguments, `npm` say; default: this Node. */
+  command?: string;
 }
 
 // Without UPSTREAM_URL it starts the sandbox, then the facade in front of it; with one, it is the
@@ -33,7 +35,7 @@ const DEV_ENTRY = ['--import', 'tsx', 'scripts/dev.ts'];
 
 /** The facade's child process with its output collected as it comes. */
 function spawnFacade(env: Record<string, string>, options: StartOptions = {}) {
-  const child = spawn(process.execPath, options.entry ?? DEV_ENTRY, {
+  const child = spawn(options.command ?? process.execPath, options.entry ?? DEV_ENTRY, {
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(options.cwd ? { cwd: options.cwd } : {}),
