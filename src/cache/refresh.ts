@@ -4,9 +4,10 @@
 export interface Refreshes {
   /**
    * Runs `refresh` in the background unless one for `key` is already running. It gets a signal
-   * of its own, aborted by `drain`, and its failure is only counted: nobody waits for it.
+   * of its own, aborted by `drain`, and its failure is only counted: nobody waits for it. False
+   * when it was not started.
    */
-  start(key: string, route: string, refresh: (signal: AbortSignal) => Promise<void>): void;
+  start(key: string, route: string, refresh: (signal: AbortSignal) => Promise<void>): boolean;
   /** Resolves once every refresh has ended; those still running after `graceMs` are aborted. */
   drain(graceMs: number): Promise<void>;
   readonly running: number;
@@ -25,7 +26,7 @@ export function createRefreshes(options: RefreshOptions = {}): Refreshes {
       return running.size;
     },
     start(key, route, refresh) {
-      if (draining || running.has(key)) return;
+      if (draining || running.has(key)) return false;
       const controller = new AbortController();
       const done = refresh(controller.signal).then(
         () => options.onEnd?.(route, 'ok'),
@@ -33,6 +34,7 @@ export function createRefreshes(options: RefreshOptions = {}): Refreshes {
       );
       running.set(key, { done, controller });
       void done.finally(() => running.delete(key));
+      return true;
     },
     async drain(graceMs) {
       draining = true;

@@ -3,7 +3,7 @@ import { type InFlight, joinKey } from '../cache/join.js';
 import { readsPolicy } from '../cache/policy.js';
 import type { CachedRange, RangeCache } from '../cache/ranges.js';
 import type { Refreshes } from '../cache/refresh.js';
-import { UpstreamBudgetError } from '../errors.js';
+import { UpstreamBudgetError, UpstreamError } from '../errors.js';
 import type { CacheLookup } from '../telemetry/metrics.js';
 import { isUpstreamFault } from './breaker.js';
 import type { CallBudget } from './budget.js';
@@ -114,6 +114,7 @@ class PageBatch {
     const { call, options } = this;
     const { direct, ranges, totalsOnly } = planRanges(this.keys, options.maxCoalescedRange);
     const kept = options.ranges;
+    const stale: Range[] = [];
     // A range kept ranges cover answers with no call (docs/caching.md#ranges, #stale-answers).
     const fetched = kept
       ? ranges.filter((range) => {
@@ -121,7 +122,7 @@ class PageBatch {
           options.onLookup?.(ROUTE, hit?.stale?.rule ?? (hit ? 'hit' : 'miss'));
           if (!hit) return true;
           this.#answerKept(range, hit);
-          if (hit.stale) this.#refresh(range, kept);
+          if (hit.stale) stale.push(range);
           return false;
         })
       : ranges;
@@ -137,7 +138,10 @@ class PageBatch {
         load: (unitCall: CallContext) => this.#loadRange(range, unitCall),
       })),
     ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
-    await this.#runUnits(units);
+    // The request's own pages reserve first: a refresh takes only what they leave of the budget.
+    await this.#runUnits(units, () => {
+      for (const range of stale) if (kept) this.#refresh(range, kept);
+    });
     this.#answerTotalsOnly(totalsOnly);
     return this.#results;
   }
@@ -176,6 +180,7 @@ class PageBatch {
       options.pageCap,
       kept,
     ).catch((failure: unknown) => ({ covering: undefined, failure: failure as Error }));
+    if (read.failure && kept && endsTheRight(read.failure)) kept.evictCaller(this.call);
     // Never after a 4xx: only an upstream fault answers from a kept range (stale-if-error).
     if (read.failure && kept && isUpstreamFault(read.failure)) {
       const hit = kept.lookup(this.call, range.start, range.end, 'stale-if-error');
@@ -218,11 +223,12 @@ class PageBatch {
    * Reserves every unit's planned calls before any call; a unit whose plan does not fit still
    * gets its first call from what is left (docs/operations.md#limits).
    */
-  async #runUnits(units: readonly Unit[]): Promise<void> {
+  async #runUnits(units: readonly Unit[], reserved: () => void): Promise<void> {
     const { call } = this;
     const budget = call.budget;
     const planned = units.map((unit) => budget?.reserve(unit.calls));
     const reservations = planned.map((reservation) => reservation ?? budget?.reserve(1));
+    reserved();
     await Promise.all(
       units.map(async (unit, index) => {
         const reservation = reservations[index];
@@ -261,17 +267,38 @@ class PageBatch {
     }
   }
 
-  /** The caller's credential and forwarded headers, none of its request's budget, signal or log. */
+  /**
+   * The caller's credential and forwarded headers, and units of its request's budget: a refresh
+   * starts only when the range's planned calls fit in what the request left, and never calls past
+   * them but from that same budget. Neither the request's signal nor its log: it outlives both.
+   */
   #refresh(range: Range, kept: RangeCache): void {
     const { client, call, options } = this;
+    const refreshes = options.refreshes;
+    if (!refreshes) return;
     const { authorization, caller, forwarded, requestId } = call;
+    const reservation = call.budget?.reserve(plannedCalls(range, options.pageCap.value));
+    if (call.budget && !reservation) return;
     const ends = this.#ends(range);
     const page = { limit: range.end - range.start, offset: range.start };
-    options.refreshes?.start(joinKey(listRepositories, page, call), ROUTE, async (signal) => {
-      const own: CallContext = { authorization, caller, forwarded, requestId, signal };
-      const { failure } = await readRange(client, own, range, ends, options.pageCap, kept);
-      if (failure) throw failure;
-    });
+    const started = refreshes.start(
+      joinKey(listRepositories, page, call),
+      ROUTE,
+      async (signal) => {
+        const own: CallContext = { authorization, caller, forwarded, requestId, signal };
+        if (reservation) own.budget = reservation;
+        try {
+          const { failure } = await readRange(client, own, range, ends, options.pageCap, kept);
+          if (failure) throw failure;
+        } catch (error) {
+          if (endsTheRight(error)) kept.evictCaller(call);
+          throw error;
+        } finally {
+          reservation?.release();
+        }
+      },
+    );
+    if (!started) reservation?.release();
   }
 }
 
@@ -347,6 +374,12 @@ async function readRange(
     if (!reads.unpoliced) kept.keep(call, read.covering, range.start, reads.policy, since);
   }
   return read;
+}
+
+/** The upstream refused the caller's credential: what was kept for it is no longer its to read. */
+function endsTheRight(error: unknown): boolean {
+  const status = error instanceof UpstreamError ? error.upstream.status : undefined;
+  return status === 401 || status === 403;
 }
 
 const pageEnd = (key: PageQuery) => (key.offset ?? 0) + (key.limit ?? 0);

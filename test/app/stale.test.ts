@@ -1,7 +1,8 @@
 // RFC 5861 on the kept ranges: stale-while-revalidate answers at once and refreshes in the
 // background; stale-if-error answers a read whose upstream call failed, for the same caller only.
 import { describe, expect, it } from 'vitest';
-import { upstreamRequests, useHarness } from '../helpers/harness.js';
+import { createRefreshes } from '../../src/cache/refresh.js';
+import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const LIST = '{ repositories(limit: 20) { total items { id } } }';
 const ROUTE = 'GET /git/v1/repo';
@@ -143,4 +144,103 @@ describe("the operator's UPSTREAM_STALE_IF_ERROR", () => {
     expect(stale.errors).toBeUndefined();
     expect(stale.data).toEqual(first.data);
   });
+});
+
+describe('a refresh and the call budget', () => {
+  // One item a page: a range of ten is ten calls, a refresh of it ten more.
+  const h = useHarness({
+    sandbox: {
+      repositories: 500,
+      maxPageSize: 1,
+      repositoryCacheControl: 'max-age=1, stale-while-revalidate=30',
+    },
+    config: { maxUpstreamCalls: 20, upstream: { retries: 0 } },
+  });
+  const OFFSETS = [0, 100, 200, 300, 400];
+  const page = (offset: number) =>
+    `p${offset}: repositories(limit: 10, offset: ${offset}) { items { id } }`;
+
+  async function keptAndStale(token: string) {
+    const refreshes = createRefreshes();
+    const app = h.createApp({ refreshes });
+    for (const offset of OFFSETS) {
+      const kept = await postGraphQL(app, `{ ${page(offset)} }`, undefined, as(token));
+      expect(kept.errors).toBeUndefined();
+    }
+    await sleep(PAST_MAX_AGE_MS);
+    h.sandbox.clearRequests();
+    return { app, refreshes };
+  }
+
+  it('takes the refreshes of one request from its MAX_UPSTREAM_CALLS', async () => {
+    const { app, refreshes } = await keptAndStale('budget-1');
+    const stale = await postGraphQL(
+      app,
+      `{ ${OFFSETS.map(page).join(' ')} }`,
+      undefined,
+      as('budget-1'),
+    );
+    expect(stale.errors).toBeUndefined();
+    await expect.poll(() => refreshes.running, { timeout: 10_000 }).toBe(0);
+    const calls = upstreamRequests(h.sandbox, ROUTE).length;
+    // Two ranges of ten fit in twenty calls; five would be fifty.
+    expect(calls).toBeGreaterThan(0);
+    expect(calls).toBeLessThanOrEqual(20);
+  });
+
+  it("leaves the request's own pages their calls first", async () => {
+    const { app, refreshes } = await keptAndStale('budget-2');
+    const missed = 'miss: repositories(limit: 10, offset: 450) { items { id } }';
+    const query = `{ ${OFFSETS.map(page).join(' ')} ${missed} }`;
+    const answer = await postGraphQL<{ miss: { items: unknown[] } }>(
+      app,
+      query,
+      undefined,
+      as('budget-2'),
+    );
+    expect(answer.errors).toBeUndefined();
+    expect(answer.data?.miss.items).toHaveLength(10);
+    await expect.poll(() => refreshes.running, { timeout: 10_000 }).toBe(0);
+    expect(upstreamRequests(h.sandbox, ROUTE).length).toBeLessThanOrEqual(20);
+  });
+
+  it("refreshes a range with no more calls than the range's pages", async () => {
+    const { app, refreshes } = await keptAndStale('budget-3');
+    await postGraphQL(app, `{ ${page(0)} }`, undefined, as('budget-3'));
+    await expect.poll(() => refreshes.running, { timeout: 10_000 }).toBe(0);
+    const offsets = upstreamRequests(h.sandbox, ROUTE).map((r) => r.query.offset ?? '0');
+    expect(offsets.sort((a, b) => Number(a) - Number(b))).toEqual(
+      Array.from({ length: 10 }, (_, i) => String(i)),
+    );
+  });
+});
+
+describe('a refresh the upstream refuses', () => {
+  const h = useHarness({
+    sandbox: { repositoryCacheControl: 'max-age=1, stale-while-revalidate=30' },
+    config: { upstream: { retries: 0 } },
+  });
+
+  it.each([
+    [401, 'UNAUTHENTICATED'],
+    [403, 'FORBIDDEN'],
+  ])(
+    'forgets what the caller kept after a %s, so its reads get the verdict',
+    async (status, code) => {
+      const refreshes = createRefreshes();
+      const app = h.createApp({ refreshes });
+      const token = `revoked-${status}`;
+      expect((await postGraphQL(app, LIST, undefined, as(token))).errors).toBeUndefined();
+      await sleep(PAST_MAX_AGE_MS);
+      h.sandbox.setFault(ROUTE, { status, body: { message: 'revoked' } });
+      const answers = [];
+      for (let read = 0; read < 6; read++) {
+        answers.push(await postGraphQL(app, LIST, undefined, as(token)));
+        await expect.poll(() => refreshes.running).toBe(0);
+      }
+      // The first read may still answer stale (its refresh learns of the refusal); none after it.
+      const codes = answers.slice(1).map((answer) => answer.errors?.[0]?.extensions.code);
+      expect(codes).toEqual(Array(5).fill(code));
+    },
+  );
 });
