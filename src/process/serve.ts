@@ -314,6 +314,8 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
     stopping = true;
     health.startDraining();
     logger.info({ signal, graceMs: config.shutdownGraceMs }, 'draining');
+    // One deadline for the whole drain: connections, then the refreshes they may have started.
+    const deadline = Date.now() + config.shutdownGraceMs;
     // net.Server#close: http.Server#close would also cut idle keep-alive connections.
     const closed = new Promise<void>((resolve) =>
       NetServer.prototype.close.call(server, () => resolve()),
@@ -329,7 +331,7 @@ function drainOnSignals(config: Config, logger: Logger, started: Started): void 
       // Scraped until the drain is over, so the metrics cover the last requests.
       metricsServer?.close();
       metricsServer?.closeAllConnections();
-      await refreshes.drain(config.shutdownGraceMs);
+      await refreshes.drain(Math.max(0, deadline - Date.now()));
       await Promise.allSettled([client.close(), rateLimiter?.close()]);
       redis?.disconnect();
       // Last: the spans of the requests that just drained are exported before the exit.

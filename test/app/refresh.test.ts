@@ -87,6 +87,25 @@ describe('createRefreshes', () => {
     expect(ends).toEqual(['failed']);
   });
 
+  it('resolves the drain only once the refreshes it aborted have ended', async () => {
+    const ends: string[] = [];
+    const refreshes = createRefreshes({ onEnd: (_route, outcome) => ends.push(outcome) });
+    // An aborted call still takes a moment to end: its socket closes, its finally blocks run.
+    refreshes.start(
+      'a',
+      'GET /a',
+      (signal) =>
+        new Promise<void>((_resolve, reject) => {
+          signal.addEventListener('abort', () => setTimeout(() => reject(signal.reason), 50), {
+            once: true,
+          });
+        }),
+    );
+    await refreshes.drain(10);
+    expect(ends).toEqual(['failed']);
+    expect(refreshes.running).toBe(0);
+  });
+
   it('starts nothing once draining, and leaves no timer behind', async () => {
     vi.useFakeTimers();
     const refreshes = createRefreshes();

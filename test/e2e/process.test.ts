@@ -334,6 +334,68 @@ describe('shutdown on SIGTERM', () => {
   }, 40_000);
 });
 
+describe('shutdown with a refresh under way', () => {
+  it('fits the whole drain, refreshes included, in SHUTDOWN_GRACE_MS', async () => {
+    const graceMs = 3_000;
+    const facade = await startFacade({
+      SANDBOX_FAULTS: 'true',
+      SANDBOX_CACHE_CONTROL: 'max-age=1, stale-while-revalidate=60',
+      SHUTDOWN_GRACE_MS: String(graceMs),
+    });
+    const origin = new URL(facade.url).origin;
+    // A keep-alive connection that still sends once the drain has begun, as a load balancer's does.
+    const client = new Client(origin, { pipelining: 1 });
+    const read = async () => {
+      const answer = await client.request({
+        path: '/graphql',
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: REPOS }),
+      });
+      return { status: answer.statusCode, age: answer.headers.age, body: await answer.body.text() };
+    };
+    const requests = async () => {
+      const log = await fetch(`${facade.sandboxUrl}/__sandbox/requests`);
+      return ((await log.json()) as { requests: unknown[] }).requests.length;
+    };
+    // A client that sends half its headers and then nothing: only the grace ends its connection.
+    const slow = connect(Number(new URL(facade.url).port), '127.0.0.1');
+    slow.on('error', () => {});
+    try {
+      expect((await read()).status).toBe(200);
+      await sleep(1_100);
+      // The refresh's call hangs upstream past any grace.
+      await fetch(`${facade.sandboxUrl}/__sandbox/faults/GET/git/v1/repo`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ delayMs: 60_000 }),
+      });
+      await new Promise<void>((resolve) =>
+        slow.write('POST /graphql HTTP/1.1\r\nHost: a', () => resolve()),
+      );
+      const signalled = Date.now();
+      facade.child.kill('SIGTERM');
+      await expect
+        .poll(() => facade.lines.some((line) => line.msg === 'draining'), POLL)
+        .toBe(true);
+      // Stale, at once: its refresh starts during the drain.
+      const stale = await read();
+      expect(stale.status).toBe(200);
+      expect(Number(stale.age)).toBeGreaterThanOrEqual(1);
+      await expect.poll(requests, POLL).toBe(2);
+      expect(await Promise.race([facade.exited, sleep(20_000).then(() => 'still running')])).toBe(
+        0,
+      );
+      // Waiting twice (connections, then refreshes) would be twice the grace.
+      expect(Date.now() - signalled).toBeLessThan(graceMs + 1_500);
+    } finally {
+      slow.destroy();
+      await client.destroy();
+      await facade.stop(5_000);
+    }
+  }, 60_000);
+});
+
 describe('what one client may hold of the server', () => {
   const HEALTH = 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n';
   // It waits for the upstream, so a connection's requests cannot finish while Node parses them.
