@@ -42,13 +42,14 @@ export function useCacheControl({
       const context = args.contextValue;
       return {
         onExecuteDone({ result }) {
-          // A stream is never kept.
-          if (isAsyncIterable(result)) return;
+          // An answer in parts sends its headers now: the ranges its first part read say its age.
           const state = requestState(context);
           for (const { stale } of context.cachedRanges ?? []) {
             if (!stale) continue;
             state.staleAge = Math.max(state.staleAge ?? 0, stale.age);
           }
+          // A stream is never kept.
+          if (isAsyncIterable(result)) return;
           // Before the response cache's own hook, which keeps the result for this policy.
           context.cachePolicy = operationPolicy({
             operation: getOperationAST(args.document, args.operationName)?.operation,

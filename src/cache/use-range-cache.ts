@@ -1,8 +1,33 @@
-import { getOperationAST } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
+import { type ExecutionResult, getOperationAST } from 'graphql';
+import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
 import { listRepositories } from '../upstream/endpoints.js';
 import type { RangeCache } from './ranges.js';
+
+/** `extensions.upstreamCalls` with the ranges answered from what was kept, when it is shown. */
+function withRanges<T extends ExecutionResult>(
+  result: T,
+  cached: Context['cachedRanges'] | undefined,
+): T {
+  const shown = result.extensions?.upstreamCalls;
+  if (!cached?.length || typeof shown !== 'object' || shown === null) return result;
+  return {
+    ...result,
+    extensions: {
+      ...result.extensions,
+      upstreamCalls: {
+        ...shown,
+        cachedRanges: cached.map(({ policy, fields, stale }) => ({
+          method: listRepositories.method,
+          route: listRepositories.path,
+          maxAge: policy.maxAge,
+          ...(stale ? { stale } : {}),
+          ...(fields ? { fields: [...new Set(fields)] } : {}),
+        })),
+      },
+    },
+  };
+}
 
 /**
  * A mutation, once it has run, forgets its caller's ranges; where the upstream calls are shown,
@@ -12,35 +37,25 @@ export function useRangeCache(ranges: RangeCache): Plugin<Context, ServerContext
   return {
     onExecute({ args }) {
       const context = args.contextValue;
-      if (getOperationAST(args.document, args.operationName)?.operation !== 'mutation') return;
+      const mutation = getOperationAST(args.document, args.operationName)?.operation === 'mutation';
+      if (!mutation && !context.call?.showCalls) return;
       return {
-        onExecuteDone: () => {
-          ranges.evictCaller(context.call);
+        onExecuteDone: ({ result }) => {
+          if (mutation) ranges.evictCaller(context.call);
+          if (!context.call?.showCalls || !isAsyncIterable(result)) return;
+          // An answer in parts shows them on its last part, beside its calls.
+          return {
+            onNext({ result: part, setResult }) {
+              if ((part as { hasNext?: boolean }).hasNext === false)
+                setResult(withRanges(part, context.cachedRanges));
+            },
+          };
         },
       };
     },
     onExecutionResult({ result, setResult, context }) {
-      const cached = context.cachedRanges;
-      if (!context.call?.showCalls || !cached?.length || !result || Symbol.asyncIterator in result)
-        return;
-      const shown = result.extensions?.upstreamCalls;
-      if (typeof shown !== 'object' || shown === null) return;
-      setResult({
-        ...result,
-        extensions: {
-          ...result.extensions,
-          upstreamCalls: {
-            ...shown,
-            cachedRanges: cached.map(({ policy, fields, stale }) => ({
-              method: listRepositories.method,
-              route: listRepositories.path,
-              maxAge: policy.maxAge,
-              ...(stale ? { stale } : {}),
-              ...(fields ? { fields: [...new Set(fields)] } : {}),
-            })),
-          },
-        },
-      });
+      if (!context.call?.showCalls || !result || Symbol.asyncIterator in result) return;
+      setResult(withRanges(result, context.cachedRanges));
     },
   };
 }

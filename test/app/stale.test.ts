@@ -66,6 +66,48 @@ describe('stale-while-revalidate', () => {
   });
 });
 
+describe('stale-while-revalidate under @defer', () => {
+  const h = useHarness({
+    sandbox: { repositoryCacheControl: 'max-age=1, stale-while-revalidate=30' },
+  });
+  // The page before the first part, the rest deferred: an answer in parts whose range is stale.
+  const DEFERRED = `{ repositories(limit: 20) { total ... @defer { items { id } } } }`;
+
+  it('says how old it is, and shows the rule on its last part', async () => {
+    await h.gql(LIST, undefined, as('frank'));
+    await sleep(PAST_MAX_AGE_MS);
+    const response = await h.app.fetch('http://facade.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'multipart/mixed', ...as('frank') },
+      body: JSON.stringify({ query: DEFERRED }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^multipart\/mixed/);
+    const body = await response.text();
+    expect(response.headers.get('cache-control')).toBe('private, no-store');
+    expect(Number(response.headers.get('age'))).toBeGreaterThanOrEqual(1);
+    const parts = body
+      .split(/\r?\n---/)
+      .map((chunk) => chunk.slice(chunk.indexOf('{')).trim())
+      .filter((json) => json.startsWith('{'))
+      .map(
+        (json) =>
+          JSON.parse(json) as {
+            hasNext?: boolean;
+            extensions?: { upstreamCalls?: { cachedRanges?: unknown[] } };
+          },
+      );
+    expect(parts.length).toBeGreaterThan(1);
+    const last = parts.at(-1);
+    expect(last?.hasNext).toBe(false);
+    expect(last?.extensions?.upstreamCalls?.cachedRanges).toEqual([
+      expect.objectContaining({
+        maxAge: 0,
+        stale: { rule: 'stale-while-revalidate', age: expect.any(Number) },
+      }),
+    ]);
+  });
+});
+
 describe('stale-if-error', () => {
   const h = useHarness({
     sandbox: { repositoryCacheControl: 'max-age=1, stale-if-error=60' },
