@@ -5,19 +5,31 @@ import {
   circuitBreaker,
   handleAll,
 } from 'cockatiel';
-import type { Redis } from 'ioredis';
+import type { Cluster, RedisOptions as IoRedisOptions, Redis } from 'ioredis';
+import { parseRedisUrl, redisWhere } from './config/redis-url.js';
 import type { Logger } from './telemetry/logger.js';
 
 /** Why a command came back without Redis's answer: past its deadline, failed, or not sent. */
 export type RedisMiss = 'timeout' | 'error' | 'skipped';
 
+/** One server (or Sentinel's master) or a Cluster: what the stores and scripts are given. */
+export type RedisClient = Redis | Cluster;
+
+/** REDIS_KEY_PREFIX's default. */
+export const REDIS_KEY_PREFIX = 'graphql-facade:';
+
 // Failures in a row that make Redis skipped, and for how long before one command tries it again.
 const FAILURES_TO_SKIP = 3;
 const SKIP_MS = 2_000;
+// The longest pause between two attempts to reconnect: a Redis back (or failed over) is used
+// again within about this much, and a Redis that is gone costs one attempt a second.
+const RECONNECT_MAX_MS = 1_000;
 
 export interface RedisOptions {
   /** REDIS_TIMEOUT_MS. */
   timeoutMs: number;
+  /** REDIS_KEY_PREFIX: ioredis puts it before every key, the scripts' keys included. */
+  keyPrefix?: string | undefined;
   logger?: Logger | undefined;
   /** Told when Redis starts being skipped (false) and when it is used again (true). */
   onAvailability?: ((available: boolean) => void) | undefined;
@@ -32,44 +44,126 @@ export interface RedisOptions {
  */
 export interface RedisConnection {
   /** For defining scripts and for rate-limiter-flexible; its calls go through `run` too. */
-  readonly client: Redis;
+  readonly client: RedisClient;
+  /** False until Redis first answers, while it is disconnected, and while it is skipped. */
   readonly available: boolean;
-  /** Rejects past REDIS_TIMEOUT_MS, and at once while Redis is skipped. */
+  /** Scheme and hosts of REDIS_URL, never its password: for logs. */
+  readonly where: string;
+  /** Rejects past REDIS_TIMEOUT_MS, and at once while Redis is skipped or disconnected. */
   run<T>(command: () => Promise<T>): Promise<T>;
+  /** True once connected (at once if it is), false after `timeoutMs`. */
+  ready(timeoutMs: number): Promise<boolean>;
   disconnect(): void;
 }
 
-export async function connectRedis(url: string, options: RedisOptions): Promise<RedisConnection> {
+/** A command past REDIS_TIMEOUT_MS: ioredis's own deadline does not cover a Cluster's retries. */
+class RedisDeadline extends Error {
+  constructor() {
+    super('Command timed out');
+  }
+}
+
+const reconnect = (attempts: number) => Math.min(attempts * 100, RECONNECT_MAX_MS);
+
+/** A client for REDIS_URL's form (server, Cluster or Sentinel), not yet connected. */
+async function createClient(url: string, options: RedisOptions): Promise<RedisClient> {
   // Loaded only when used: a memory-only replica never holds the client in memory.
-  const { Redis } = await import('ioredis');
-  const { logger } = options;
+  const { Cluster, Redis } = await import('ioredis');
+  const target = parseRedisUrl(url);
   // While Redis is away, calls fail at once instead of queueing behind a dead connection.
-  const client = new Redis(url, {
-    enableOfflineQueue: false,
+  const common = {
+    keyPrefix: options.keyPrefix ?? REDIS_KEY_PREFIX,
     maxRetriesPerRequest: 1,
     commandTimeout: options.timeoutMs,
-  });
-  client.on('error', (error: Error) => logger?.warn({ err: error }, 'Redis error'));
+    username: target.username,
+    password: target.password,
+    ...(target.tls ? { tls: {} } : {}),
+    // A master demoted by a failover refuses writes: find the new one.
+    reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 2 : false),
+  } satisfies Partial<IoRedisOptions>;
+  switch (target.kind) {
+    case 'server':
+      return new Redis(url, { ...common, enableOfflineQueue: false, retryStrategy: reconnect });
+    case 'sentinel':
+      return new Redis({
+        ...common,
+        enableOfflineQueue: false,
+        retryStrategy: reconnect,
+        sentinels: target.sentinels,
+        name: target.name,
+        db: target.db,
+        sentinelUsername: target.sentinelUsername,
+        sentinelPassword: target.sentinelPassword,
+        enableTLSForSentinelMode: target.tls,
+        sentinelRetryStrategy: reconnect,
+        // Told by the sentinels of a new master, rather than finding out when the old one fails.
+        failoverDetector: true,
+      });
+    case 'cluster':
+      return new Cluster(target.nodes, {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: reconnect,
+        // A command sent where a failed master was is tried again once the slots are known anew,
+        // within the command's deadline.
+        retryDelayOnFailover: 50,
+        retryDelayOnClusterDown: 50,
+        retryDelayOnTryAgain: 50,
+        slotsRefreshTimeout: 1_000,
+        redisOptions: common,
+      });
+  }
+}
 
+export async function connectRedis(url: string, options: RedisOptions): Promise<RedisConnection> {
+  const { logger } = options;
+  const where = redisWhere(url);
+  const client = await createClient(url, options);
   const circuit = circuitBreaker(handleAll, {
     halfOpenAfter: SKIP_MS,
     breaker: new ConsecutiveBreaker(FAILURES_TO_SKIP),
   });
-  let available = true;
-  // One line when Redis starts being skipped, not one per trial.
+  // Unknown until it first answers: a Redis down from the start is not "available".
+  let connected = client.status === 'ready';
+  let skipped = false;
+  let available = false;
+  let reported: boolean | undefined;
+  let lastError = '';
+  // One line when Redis goes away and one when it is back, however often ioredis retries; none
+  // when it answers at start, which the start-up line says.
+  const update = () => {
+    available = connected && !skipped;
+    if (available === reported) return;
+    const first = reported === undefined;
+    reported = available;
+    options.onAvailability?.(available);
+    if (!available)
+      logger?.warn(
+        { redis: where, timeoutMs: options.timeoutMs, skipMs: SKIP_MS, reason: lastError },
+        `Redis at ${where} not answering${lastError ? ` (${lastError})` : ''}; each process counts and keeps in memory until it does`,
+      );
+    else if (!first) logger?.info({ redis: where }, `Redis at ${where} answering again`);
+  };
+  client.on('error', (error: Error) => {
+    lastError = error.message.split('\n')[0] ?? '';
+    if (!connected) update();
+  });
+  client.on('ready', () => {
+    connected = true;
+    lastError = '';
+    update();
+  });
+  client.on('close', () => {
+    if (!connected) return;
+    connected = false;
+    update();
+  });
   circuit.onBreak(() => {
-    if (!available) return;
-    available = false;
-    logger?.warn(
-      { timeoutMs: options.timeoutMs, skipMs: SKIP_MS },
-      'Redis not answering; skipped for now, each process counts and keeps in memory',
-    );
-    options.onAvailability?.(false);
+    skipped = true;
+    update();
   });
   circuit.onReset(() => {
-    available = true;
-    logger?.info('Redis answering again');
-    options.onAvailability?.(true);
+    skipped = false;
+    update();
   });
   const missed = (error: unknown): never => {
     options.onMiss?.(
@@ -81,19 +175,50 @@ export async function connectRedis(url: string, options: RedisOptions): Promise<
     );
     throw error;
   };
+  const deadline = <T>(command: () => Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new RedisDeadline()), options.timeoutMs);
+      command().then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
 
   return {
     client,
     get available() {
       return available;
     },
+    where,
     run(command) {
-      // cockatiel makes calls wait for a half-open circuit's trial; a request does not wait.
+      // Disconnected, a command would fail at once anyway: not counted against the circuit, so
+      // that a reconnected Redis (a new master) is used at once. cockatiel makes calls wait for a
+      // half-open circuit's trial; a request does not wait.
       const attempt =
-        circuit.state === CircuitState.HalfOpen
+        !connected || circuit.state === CircuitState.HalfOpen
           ? Promise.reject(new BrokenCircuitError())
-          : circuit.execute(command);
+          : circuit.execute(() => deadline(command));
       return attempt.catch(missed);
+    },
+    ready(timeoutMs) {
+      if (connected) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          client.off('ready', onReady);
+          resolve(false);
+        }, timeoutMs);
+        const onReady = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        client.once('ready', onReady);
+      });
     },
     disconnect: () => client.disconnect(),
   };

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parse } from 'graphql';
 import { z } from 'zod';
+import { parseRedisUrl, RedisUrlError } from './redis-url.js';
 
 /** What a kind of value accepts, as the docs table shows it when a variable says nothing more. */
 export const valueKinds = z.registry<{ accepted: string }>();
@@ -105,7 +106,21 @@ export const upstreamUrl = z
 export const redisUrl = z
   .string()
   .trim()
-  .pipe(z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }));
+  .transform((value, ctx) => {
+    try {
+      parseRedisUrl(value);
+      return value;
+    } catch (error) {
+      if (error instanceof RedisUrlError) return fail(ctx, error.message);
+      throw error;
+    }
+  });
+
+// Keys of one script share a hash slot by their own `{…}` tag: a prefix holding braces would
+// move every key into one slot, and the prefix's own tag would win.
+export const redisKeyPrefix = z
+  .string()
+  .regex(/^[^\s{}]{0,64}$/, 'must be at most 64 characters, without spaces or braces');
 
 // Whether it is an address of this machine, only listen() knows.
 const HOST_NAME =

@@ -18,6 +18,7 @@ import {
   otlpUrl,
   passedBackHeaders,
   propagators,
+  redisKeyPrefix,
   redisUrl,
   routeMaxAges,
   sdkReads,
@@ -249,10 +250,16 @@ export const settingsSchema = z.object({
       default: 'unset: `RATE_LIMIT_POINTS`',
     }),
     redisUrl: rateLimits('REDIS_URL', redisUrl.optional(), {
-      doc: 'Redis shared by every replica: the rate-limit counters, the APQ documents and the response cache (one connection for all three)',
+      doc: 'Redis shared by every replica: the rate-limit counters, the APQ documents and the response cache (one connection for all three); one server, a Redis Cluster from its seed nodes, or the master that Sentinel names, in the forms Apollo Router takes ([operations](operations.md#redis-rate-limits-and-apq))',
       default: 'unset: per-process memory',
-      accepted: 'a `redis://` or `rediss://` URL',
+      accepted:
+        "`redis://[[user]:password@]host[:port][/db]` or `rediss://` (TLS); `redis-cluster://[[user]:password@]host:port[,host:port…]` or `rediss-cluster://`; `redis-sentinel://[[user]:password@]host:port[,host:port…][/db]?sentinelServiceName=NAME` or `rediss-sentinel://` (the password is the master's; `&sentinelPassword=` for the sentinels')",
       secret: true,
+    }),
+    redisKeyPrefix: rateLimits('REDIS_KEY_PREFIX', redisKeyPrefix.default('graphql-facade:'), {
+      doc: 'with `REDIS_URL`: the start of every key the facade writes in Redis, so that two deployments can share one Redis',
+      accepted:
+        "at most 64 characters, without spaces or braces (`{}`: hash tags are the facade's own)",
     }),
     redisTimeoutMs: rateLimits('REDIS_TIMEOUT_MS', int(1, 10_000).default(REDIS_TIMEOUT_MS), {
       doc: 'with `REDIS_URL`: how long a request waits for one Redis command; past it the command is a miss (the rate limit counts in memory, APQ and the response cache read their memory), and after a few misses in a row Redis is skipped for a while ([operations](operations.md#redis-rate-limits-and-apq))',

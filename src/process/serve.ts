@@ -3,7 +3,6 @@
 import cluster from 'node:cluster';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
-import type { Redis } from 'ioredis';
 import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from '../app.js';
 import { createRedisResponseStore } from '../cache/redis-store.js';
@@ -167,7 +166,7 @@ async function start(config: ServingConfig, logger: Logger) {
     redis,
   });
   const rateLimiter = await createRateLimiter(config.rateLimit, logger, link !== undefined, redis);
-  const redisReady = redis && redisIsReady(redis.client, 5_000);
+  const redisReady = redis?.ready(5_000);
   const credentials = createCredentialPolicy(config);
   const refreshes = createRefreshes({
     onEnd: (route, outcome) => metrics.countRefresh(route, outcome),
@@ -212,16 +211,18 @@ async function connectSharedRedis(
   logger: Logger,
   metrics: Metrics,
 ): Promise<RedisConnection | undefined> {
-  const { redisUrl, redisTimeoutMs, points } = config.rateLimit;
+  const { redisUrl, redisTimeoutMs, redisKeyPrefix, points } = config.rateLimit;
   const used = points > 0 || config.apq.enabled || config.responseCache.enabled;
   if (!redisUrl || !used) return undefined;
   const redis = await connectRedis(redisUrl, {
     timeoutMs: redisTimeoutMs,
+    keyPrefix: redisKeyPrefix,
     logger,
     onAvailability: (available) => metrics.observeRedis(available),
     onMiss: (reason) => metrics.countRedisMiss(reason),
   });
-  metrics.observeRedis(true);
+  // Unavailable until it first answers.
+  metrics.observeRedis(redis.available);
   return redis;
 }
 
@@ -247,18 +248,6 @@ function createStores(config: Config, redis: RedisConnection | undefined) {
   };
 }
 
-/** Resolves true once Redis answers, false after `timeoutMs`. */
-function redisIsReady(redis: Redis, timeoutMs: number): Promise<boolean> {
-  if (redis.status === 'ready') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
-    redis.once('ready', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-}
-
 async function announce(config: ServingConfig, logger: Logger, started: Started): Promise<void> {
   const { server, rateLimiter, redisReady, credentials } = started;
   const address = server.address();
@@ -277,21 +266,29 @@ async function announce(config: ServingConfig, logger: Logger, started: Started)
     );
   }
   if (!rateLimiter) logger.warn('Rate limiting is off (RATE_LIMIT_POINTS=0)');
-  if (config.rateLimit.redisUrl && redisReady) {
-    // Scheme, host and port only: the URL may hold a password.
-    const { protocol, host } = new URL(config.rateLimit.redisUrl);
-    const where = `${protocol}//${host}`;
-    const shared = [rateLimiter && 'rate limits', config.apq.enabled && 'APQ documents'];
-    const what = shared.filter(Boolean).join(' and ');
+  if (started.redis && redisReady) {
+    const { where } = started.redis;
+    const shared = [
+      rateLimiter && 'rate limits',
+      config.apq.enabled && 'APQ documents',
+      config.responseCache.enabled && 'answers',
+    ].filter(Boolean);
+    const what = `${shared.slice(0, -1).join(', ')}${shared.length > 1 ? ' and ' : ''}${shared.at(-1)}`;
+    const fields = {
+      store: 'redis',
+      redis: where,
+      shared,
+      prefix: config.rateLimit.redisKeyPrefix,
+    };
     if (await redisReady)
       logger.info(
-        { store: 'redis', redis: where },
-        `${what.charAt(0).toUpperCase()}${what.slice(1)} shared in Redis at ${where}`,
+        { ...fields, answered: true },
+        `${what.charAt(0).toUpperCase()}${what.slice(1)} shared in Redis at ${where} (keys ${config.rateLimit.redisKeyPrefix}*); Redis answered`,
       );
     else
       logger.error(
-        { store: 'redis', redis: where },
-        `Redis at ${where} not reachable yet; each replica counts and stores alone until it is`,
+        { ...fields, answered: false },
+        `${what.charAt(0).toUpperCase()}${what.slice(1)} to be shared in Redis at ${where}, which has not answered; each process counts and keeps in memory until it does`,
       );
   }
   const { documents, only } = config.persistedDocuments;

@@ -1,4 +1,5 @@
 import type { Config } from '../config/load.js';
+import { redisSecrets } from '../config/redis-url.js';
 
 /** A start-up failure the operator can act on: the message names the variable to change. */
 export class StartupError extends Error {}
@@ -38,8 +39,7 @@ function configuredSecrets(config: Config): string[] {
     ...(config.clientTokens ?? []),
     config.debugToken,
     redisUrl,
-    redisUrl && decodeURIComponent(new URL(redisUrl).password),
-    redisUrl && new URL(redisUrl).password,
+    ...(redisUrl ? redisSecrets(redisUrl) : []),
     ...Object.values(config.tracing?.headers ?? {}),
   ];
   // A secret that contains another is blanked out whole.

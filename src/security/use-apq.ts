@@ -37,13 +37,10 @@ export function createMemoryApqStore(maxBytes: number): ApqStore {
   };
 }
 
-// The documents (hash -> text), their last use (a sorted set, in ms) and the bytes they count:
-// changed together, in one script, so that the total matches the documents whoever writes.
-const KEYS = [
-  'graphql-facade:apq:documents',
-  'graphql-facade:apq:used',
-  'graphql-facade:apq:bytes',
-];
+// The documents (hash -> text), their last use (a sorted set, in ms) and the bytes they count,
+// under REDIS_KEY_PREFIX: changed together, in one script, so that the total matches the
+// documents whoever writes; one hash slot (`{apq}`), so that a Cluster runs the script.
+const KEYS = ['{apq}:documents', '{apq}:used', '{apq}:bytes'];
 
 // What Redis spends on an entry beyond its text, counted too so that the bound holds for Redis's
 // memory however small the documents (docs/operations.md#redis-rate-limits-and-apq).

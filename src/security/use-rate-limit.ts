@@ -44,13 +44,14 @@ export interface Quota {
   windowS: number;
 }
 
-const KEY_PREFIX = 'graphql-facade:rl';
-const ADDRESS_PREFIX = 'graphql-facade:rl-address';
+// After REDIS_KEY_PREFIX, which ioredis adds; one key per counter, so any Cluster slot will do.
+const KEY_PREFIX = 'rl';
+const ADDRESS_PREFIX = 'rl-address';
 // How long a worker waits for the primary's counters before it lets the request through.
 const CLUSTER_TIMEOUT_MS = 1_000;
 
 type Limits = Pick<Config['rateLimit'], 'points' | 'windowS' | 'redisUrl'> &
-  Partial<Pick<Config['rateLimit'], 'addressPoints' | 'redisTimeoutMs'>>;
+  Partial<Pick<Config['rateLimit'], 'addressPoints' | 'redisTimeoutMs' | 'redisKeyPrefix'>>;
 
 type Budget = (key: string, points: number) => Promise<Consumed>;
 
@@ -87,6 +88,7 @@ export async function createRateLimiter(
     : (sharedRedis ??
       (await connectRedis(options.redisUrl, {
         timeoutMs: options.redisTimeoutMs ?? REDIS_TIMEOUT_MS,
+        keyPrefix: options.redisKeyPrefix,
         logger,
       })));
   const budget = (keyPrefix: string, points: number): Budget => {
@@ -114,24 +116,12 @@ export async function createRateLimiter(
     consume: (key, points = 1) => client(key, points),
     consumeAddress: (key, points = 1) =>
       address ? address(key, points) : Promise.resolve(ALLOWED),
-    ready: (timeoutMs) => whenReady(redis, timeoutMs),
+    ready: (timeoutMs) => (redis ? redis.ready(timeoutMs) : Promise.resolve(true)),
     // A shared connection is closed by its owner.
     close: async () => {
       if (redis && !sharedRedis) redis.disconnect();
     },
   };
-}
-
-function whenReady(redis: RedisConnection | undefined, timeoutMs: number): Promise<boolean> {
-  const connection = redis?.client;
-  if (!connection || connection.status === 'ready') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
-    connection.once('ready', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }
 
 export interface ClientKeyOptions {

@@ -48,9 +48,9 @@ async function getByHash(app: App, hash: string) {
 const codeOf = (body: Body) => body.errors?.[0]?.extensions?.code;
 
 // APQ's key space in Redis (src/security/use-apq.ts).
-const DOCUMENTS = 'graphql-facade:apq:documents';
-const USED = 'graphql-facade:apq:used';
-const BYTES = 'graphql-facade:apq:bytes';
+const DOCUMENTS = 'graphql-facade:{apq}:documents';
+const USED = 'graphql-facade:{apq}:used';
+const BYTES = 'graphql-facade:{apq}:bytes';
 
 describe('APQ documents in Redis, shared by two replicas', () => {
   it.runIf(!hasRedis && process.env.CI === 'true')('needs redis-server in CI', () => {
@@ -121,7 +121,7 @@ describe('APQ documents in Redis, shared by two replicas', () => {
           .poll(() => facade.lines.some((line) => line.store === 'redis'), { timeout: 5_000 })
           .toBe(true);
         expect(facade.lines.find((line) => line.store === 'redis')?.msg).toMatch(
-          /^Rate limits and APQ documents shared in Redis/,
+          /^Rate limits, APQ documents and answers shared in Redis at redis:\/\/127\.0\.0\.1:\d+ \(keys graphql-facade:\*\); Redis answered$/,
         );
         const third = '{ repositories(limit: 3) { total } }';
         const response = await fetch(facade.url, {
@@ -222,7 +222,7 @@ describe('APQ in Redis beside the rate limit', () => {
         const { body } = await post(app, { query: junk, extensions: apq(sha256(junk)) });
         expect(codeOf(body)).toBe('GRAPHQL_PARSE_FAILED');
       }
-      expect(await redis.keys('graphql-facade:apq*')).toEqual([]);
+      expect(await redis.keys('graphql-facade:{apq}*')).toEqual([]);
       expect((await usedMemory(redis)) - before).toBeLessThan(1024 * 1024);
       expect(await redis.get(budget.key)).toBe(budget.points);
     }, 60_000);

@@ -82,7 +82,7 @@ describe('the response cache in Redis, held to its bound', () => {
         const grown = (await usedMemory(look)) - before;
         expect(grown).toBeGreaterThan(reach / 1.5);
         expect(grown).toBeLessThan(reach * 1.5);
-        expect(Number(await look.get('graphql-facade:response-index:bytes'))).toBeLessThanOrEqual(
+        expect(Number(await look.get('graphql-facade:{response}:index:bytes'))).toBeLessThanOrEqual(
           bound,
         );
         // A session past its share keeps nothing more, and takes nothing from the others.
@@ -145,7 +145,7 @@ describe('the response cache in Redis, held to its bound', () => {
         // Another session's answers stay.
         expect((await b.get(elsewhere))?.data).toEqual({ text: 'elsewhere' });
         // The eviction is remembered for as long as the answers kept before it live.
-        const ttl = await look.pttl(`graphql-facade:response-evicted:${session(3)}`);
+        const ttl = await look.pttl(`graphql-facade:{response}:evicted:${session(3)}`);
         expect(ttl).toBeGreaterThan(590_000);
         await sleep(5);
         await a.set(inFlight, answer('fresh'), Date.now());

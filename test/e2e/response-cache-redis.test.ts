@@ -89,19 +89,19 @@ describe('response cache in Redis', () => {
         });
         expect(answer.errors).toBeUndefined();
       }
-      const counted = Number(await look.get('graphql-facade:response-index:bytes'));
+      const counted = Number(await look.get('graphql-facade:{response}:index:bytes'));
       expect(counted).toBeGreaterThan(1_100);
       expect(counted).toBeLessThanOrEqual(3 * 1_100);
-      const kept = await look.keys('graphql-facade:response:*');
+      const kept = await look.keys('graphql-facade:{response}:answer:*');
       expect(kept.length).toBeGreaterThan(1);
       expect(kept.length).toBeLessThan(6);
       // The index holds what Redis holds, and every one of its keys expires by itself.
-      expect(await look.zcard('graphql-facade:response-index:expiry')).toBe(kept.length);
+      expect(await look.zcard('graphql-facade:{response}:index:expiry')).toBe(kept.length);
       for (const key of [
-        'graphql-facade:response-index:sizes',
-        'graphql-facade:response-index:expiry',
-        'graphql-facade:response-index:bytes',
-        'graphql-facade:response-index:sessions',
+        'graphql-facade:{response}:index:sizes',
+        'graphql-facade:{response}:index:expiry',
+        'graphql-facade:{response}:index:bytes',
+        'graphql-facade:{response}:index:sessions',
         ...kept,
       ])
         expect(await look.pttl(key)).toBeGreaterThan(0);
@@ -126,13 +126,13 @@ describe('response cache in Redis', () => {
       // As older versions wrote their answers: one JSON object with the scope inside, then the
       // scope alone on a line before the text.
       await look.set(
-        'graphql-facade:response:session:old',
+        'graphql-facade:{response}:answer:session:old',
         JSON.stringify({ result: { data: { n: 2 } }, scope: 'PRIVATE' }),
         'PX',
         60_000,
       );
       expect(await store.get('session:old')).toBeNull();
-      await look.set('graphql-facade:response:session:older', 'PUBLIC\n{"data":{"n":3}}');
+      await look.set('graphql-facade:{response}:answer:session:older', 'PUBLIC\n{"data":{"n":3}}');
       expect(await store.get('session:older')).toBeNull();
     });
 
