@@ -6,8 +6,11 @@ export interface Fault {
   status?: number;
   /** ...and this JSON body (a string is sent raw as text). */
   body?: unknown;
-  /** Sent with whatever answer follows; alone, the normal answer with these headers too. */
-  headers?: Record<string, string>;
+  /**
+   * Sent with whatever answer follows; alone, the normal answer with these headers too. A list is
+   * sent as that many field lines of one name.
+   */
+  headers?: Record<string, string | string[]>;
   /** Wait before answering; with nothing else set the normal answer follows. */
   delayMs?: number;
   /**
@@ -96,8 +99,10 @@ export function parseFault(value: unknown): Fault | string {
     }
   }
   if (headers !== undefined) {
-    if (!isPlainObject(headers) || !Object.values(headers).every((v) => typeof v === 'string')) {
-      return 'headers must be an object of strings';
+    const lines = (v: unknown) =>
+      typeof v === 'string' || (Array.isArray(v) && v.every((line) => typeof line === 'string'));
+    if (!isPlainObject(headers) || !Object.values(headers).every(lines)) {
+      return 'headers must be an object of strings or lists of strings';
     }
   }
   if (value.echoHeader !== undefined && typeof value.echoHeader !== 'string')

@@ -55,6 +55,12 @@ function formsOf(secret: string): string[] {
     secret.replace(signs, (sign) => `&#${sign.codePointAt(0)};`),
     secret.replace(signs, (sign) => `&#x${sign.codePointAt(0)?.toString(16)};`),
     JSON.stringify(secret).slice(1, -1).replaceAll('/', '\\/'),
+    // Every byte percent-encoded, every UTF-16 unit a JSON \u escape: the encoders that escape all.
+    [...bytes].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''),
+    Array.from(
+      { length: secret.length },
+      (_, at) => `\\u${secret.charCodeAt(at).toString(16).padStart(4, '0')}`,
+    ).join(''),
     bytes.toString('hex'),
   ];
   // A part of the secret reads differently in base64 at each of three starting bytes.
