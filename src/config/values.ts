@@ -198,6 +198,9 @@ const NOT_FORWARDED = refusals({
   "the gateway's request to the facade": ['apollo-federation-include-trace'],
 });
 
+// W3C trace context and baggage, B3, and the vendors' own trace headers, by their words.
+const TRACE_CONTEXT = /trace|baggage|(^|-)(b3|span|spanid|sampled)(-|$)/;
+
 // FORWARD_HEADERS passes what a caller says about the business, never what a proxy says about the
 // caller: past the table above, a name is judged by its shape and its words, so a proxy's new
 // header is refused unseen (docs/configuration.md#upstream).
@@ -214,7 +217,15 @@ const SPOKEN_OF: ReadonlyArray<readonly [RegExp, string]> = [
     /override|method|rewrite|original|(^|-)(url|uri|path)(-|$)/,
     'overrides the method or the URL the upstream sees',
   ],
-  [/trace|(^|-)(b3|span|spanid|sampled)(-|$)/, 'trace context, which the facade sends itself'],
+  [
+    /consumer|anonymous|spiffe|svid|bearer|signature|hmac|(^|-)(creds?|pwd|passwd|pass|otp|totp|hotp|mfa|2fa)(-|$)/,
+    'an identity, a credential or a trust a proxy vouches for; a caller could claim any',
+  ],
+  [
+    /sudo|admin|superuser|privilege|permission|entitlement|behalf|delegat|(^|-)(acls?|grants?|run-as|act-as|acting-as|elevate)(-|$)/,
+    'a privilege or another identity to act as; a caller could claim any',
+  ],
+  [TRACE_CONTEXT, 'trace context, which the facade sends itself'],
 ];
 
 // The `x-` namespaces of proxies and cloud platforms that predate RFC 6648, and the words of
@@ -263,12 +274,18 @@ const NOT_PASSED_BACK = refusals({
   "the upstream's own addresses": ['location'],
   "the upstream's challenge, not the facade's": ['www-authenticate'],
   "the facade's deployment decides it": ['strict-transport-security'],
+  "acts on the caller's browser": ['refresh', 'clear-site-data'],
   "the facade's own header": ['x-request-id'],
 });
 
 /** Why UPSTREAM_RESPONSE_HEADERS may not name this header, or undefined when it may. */
 function notPassedBack(name: string): string | undefined {
   if (name.startsWith('proxy-')) return 'a hop-by-hop header';
+  // A CDN or proxy in front of the facade would obey them: keep a private answer, serve a file.
+  if (name.endsWith('-cache-control') || name.startsWith('surrogate-')) return FACADE_CACHING;
+  if (name.startsWith('x-accel-') || name.includes('sendfile') || name.includes('send-file'))
+    return "an instruction to the facade's own proxy";
+  if (TRACE_CONTEXT.test(name)) return "trace context, which the facade's tracing sets";
   if (name.startsWith('content-')) return "describes the upstream's own body";
   if (name.startsWith('access-control-')) return 'CORS, which the facade decides';
   if (name.startsWith('x-facade-')) return "the facade's own header";

@@ -233,6 +233,19 @@ describe('FORWARD_HEADERS and what proxies set', () => {
     ['x-goog-authenticated-user-email', /an identity, a credential or a trust/],
     ['x-ms-client-principal', /an identity, a credential or a trust/],
     ['x-http-method-override', /overrides the method or the URL/],
+    ['x-consumer-id', /an identity, a credential or a trust/],
+    ['x-anonymous-consumer', /an identity, a credential or a trust/],
+    ['x-spiffe-id', /an identity, a credential or a trust/],
+    ['x-on-behalf-of', /a privilege or another identity to act as/],
+    ['x-run-as', /a privilege or another identity to act as/],
+    ['x-sudo', /a privilege or another identity to act as/],
+    ['x-admin', /a privilege or another identity to act as/],
+    ['x-permissions', /a privilege or another identity to act as/],
+    ['x-acl', /a privilege or another identity to act as/],
+    ['x-bearer', /an identity, a credential or a trust/],
+    ['x-creds', /an identity, a credential or a trust/],
+    ['x-pwd', /an identity, a credential or a trust/],
+    ['x-otp', /an identity, a credential or a trust/],
   ])('refuses %s in one line naming the variable and the header', (name, why) => {
     const line = forwardHeadersRefusal(`x-tenant-id,${name.toUpperCase()}`);
     expect(line).toMatch(new RegExp(`^FORWARD_HEADERS: must not name ${name} \\(`));
@@ -261,6 +274,14 @@ describe('FORWARD_HEADERS and what proxies set', () => {
     ['tenant-id', /only accept-language is forwarded/],
     ['user-agent', /a standard or a proxy's header/],
     ['constructor', /a standard or a proxy's header/],
+    ['x-kong-consumer-username', /an identity/],
+    ['x-act-as', /another identity to act as/],
+    ['x-delegated-by', /another identity to act as/],
+    ['x-user-entitlements', /an identity/],
+    ['x-sudo-mode', /a privilege/],
+    ['x-hub-signature', /a credential/],
+    ['x-mfa-code', /a credential/],
+    ['x-sw8-baggage', /trace context/],
   ])('refuses %s by its shape and its words', (name, why) => {
     expect(forwardHeadersRefusal(name)).toMatch(why);
   });
