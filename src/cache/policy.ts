@@ -68,8 +68,15 @@ function directives(header: string): Map<string, string> {
   return found;
 }
 
+// RFC 9111 section 1.2.2: a delta-seconds past what a cache can hold counts as 2^31.
+const MAX_SECONDS = 2 ** 31 - 1;
+
 const seconds = (value: string | undefined): number | undefined =>
-  value !== undefined && /^\d+$/.test(value) ? Math.min(Number(value), 2 ** 31 - 1) : undefined;
+  value !== undefined && /^\d+$/.test(value) ? Math.min(Number(value), MAX_SECONDS) : undefined;
+
+/** RFC 9111 section 5.1: of an Age sent as a list (several lines, or one with commas), the first. */
+const firstMember = (value: string | string[] | undefined) =>
+  (Array.isArray(value) ? value[0] : value)?.split(',', 1)[0]?.trim();
 
 /**
  * The policy an upstream answer declares, or undefined when it declares none. A `Vary` on anything
@@ -96,11 +103,13 @@ export function parseCachePolicy(
     const at = Date.parse(expires);
     const date = Date.parse(join(headers.date) ?? '');
     const base = Number.isNaN(date) ? now : date;
-    lifetime = Number.isNaN(at) ? 0 : Math.max(0, Math.floor((at - base) / 1000));
+    lifetime = Number.isNaN(at)
+      ? 0
+      : Math.min(MAX_SECONDS, Math.max(0, Math.floor((at - base) / 1000)));
   }
   if (lifetime === undefined && shared === undefined)
     return found.has('private') ? NO_STORE : undefined;
-  const age = seconds(join(headers.age)) ?? 0;
+  const age = seconds(firstMember(headers.age)) ?? 0;
   const left = (value: number) => Math.max(0, value - age);
   // Browsers get no lifetime the upstream did not give them; s-maxage says nothing of a private one.
   if (scope === 'PRIVATE' && lifetime === undefined) return NO_STORE;

@@ -176,6 +176,21 @@ describe('parseCachePolicy', () => {
     });
   });
 
+  it('bounds a far-future Expires as it bounds max-age', () => {
+    const farthest = new Date(8.64e15).toUTCString();
+    expect(parseCachePolicy({ expires: farthest, date: new Date(NOW).toUTCString() }, NOW)).toEqual(
+      { maxAge: 2 ** 31 - 1, scope: 'PUBLIC' },
+    );
+  });
+
+  // RFC 9111 section 5.1: of an Age sent as a list, the first member counts.
+  it('takes the first Age of several, on several lines or one', () => {
+    expect(parseCachePolicy({ 'cache-control': 'max-age=30', age: ['5', '7'] }, NOW)?.maxAge).toBe(
+      25,
+    );
+    expect(parseCachePolicy({ 'cache-control': 'max-age=30', age: '12, 3' }, NOW)?.maxAge).toBe(18);
+  });
+
   it('takes the Age off both lifetimes, never below 0', () => {
     expect(
       parseCachePolicy({ 'cache-control': 'max-age=30, s-maxage=60', age: '40' }, NOW),
