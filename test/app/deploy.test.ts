@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
@@ -7,6 +9,7 @@ import { type ISecret, Secret } from 'kubernetes-models/v1/Secret';
 import { type IService, Service } from 'kubernetes-models/v1/Service';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { JOB } from '../../scripts/observability/objectives.js';
 import { PATHS } from '../../src/app.js';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config/load.js';
 
@@ -96,6 +99,63 @@ describe('the Kubernetes manifests', () => {
     expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(
       sleep * 1000 + graceMs,
     );
+  });
+});
+
+describe('the monitoring component', () => {
+  const componentDir = new URL('components/monitoring/', dir);
+  const readComponent = (name: string) => readFileSync(new URL(name, componentDir), 'utf8');
+  const componentFiles = readdirSync(componentDir).filter(
+    (name) => name.endsWith('.yaml') && name !== 'kustomization.yaml',
+  );
+  const resources: Manifest[] = componentFiles.flatMap((name) =>
+    parseAllDocuments(readComponent(name)).map((document) => document.toJS() as Manifest),
+  );
+  const podMonitor = () =>
+    resources.find((m) => m.kind === 'PodMonitor') as unknown as InstanceType<typeof PodMonitor>;
+
+  it('is an optional kustomize Component listing each of its manifests', () => {
+    const component = parseAllDocuments(readComponent('kustomization.yaml'))[0]?.toJS() as {
+      apiVersion: string;
+      kind: string;
+      resources: string[];
+    };
+    expect(component.kind).toBe('Component');
+    expect(component.apiVersion).toBe('kustomize.config.k8s.io/v1alpha1');
+    expect([...component.resources].sort()).toEqual([...componentFiles].sort());
+    // The base applies without the operator's CRDs: the component is enabled by choice.
+    const base = parseAllDocuments(read('kustomization.yaml'))[0]?.toJS() as Record<
+      string,
+      unknown
+    >;
+    expect(base.components).toBeUndefined();
+  });
+
+  it("holds a PodMonitor and a PrometheusRule valid against the operator's schemas", () => {
+    const models: Record<string, new (data: never) => { validate(): void }> = {
+      PodMonitor,
+      PrometheusRule,
+    };
+    expect(resources.map((m) => m.kind).sort()).toEqual(['PodMonitor', 'PrometheusRule']);
+    for (const resource of resources) {
+      expect(resource.apiVersion).toBe('monitoring.coreos.com/v1');
+      const Model = models[resource.kind] as NonNullable<(typeof models)[string]>;
+      expect(() => new Model(resource as never).validate(), resource.kind).not.toThrow();
+    }
+  });
+
+  it("scrapes the facade pods' metrics route as the job the rules and the dashboard select", () => {
+    const { pod, container } = facadePod();
+    const template = find<IDeployment>('Deployment').spec?.template.metadata?.labels ?? {};
+    const spec = podMonitor().spec;
+    expect(template).toMatchObject(spec.selector.matchLabels ?? {});
+    expect(template[spec.jobLabel ?? '']).toBe(JOB);
+    const endpoint = spec.podMetricsEndpoints?.[0];
+    expect(container.ports?.map((port) => port.name)).toContain(endpoint?.port);
+    expect(endpoint?.path).toBe(PATHS.metrics);
+    // METRICS_PORT would move /metrics off the port the PodMonitor scrapes.
+    expect(configData().METRICS_PORT).toBeUndefined();
+    expect(pod.containers).toHaveLength(1);
   });
 });
 
