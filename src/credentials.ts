@@ -55,8 +55,9 @@ export interface CredentialPolicy {
   /** The Authorization an upstream call for this caller carries: the key's, or the caller's. */
   upstreamAuthorization(callerHeaders: Headers): string | undefined;
   /**
-   * The caller's Authorization as it came, in both modes: it keeps one caller's joined calls and
-   * kept answers from another's.
+   * Who the caller is, for keeping one caller's joined calls and kept answers from another's: the
+   * Authorization as it came when it goes upstream; in service-key mode, where only its token
+   * counts, the token however the scheme is spelled.
    */
   callerCredential(callerHeaders: Headers): string | undefined;
   /** The caller's headers that FORWARD_HEADERS names; undefined when it names none. */
@@ -77,7 +78,13 @@ export function createCredentialPolicy(settings: CredentialSettings): Credential
     upstreamAuthorization: keyAuthorization
       ? () => keyAuthorization
       : (headers) => headers.get('authorization') ?? undefined,
-    callerCredential: (headers) => headers.get('authorization') ?? undefined,
+    callerCredential: keyAuthorization
+      ? (headers) => {
+          const authorization = headers.get('authorization') ?? undefined;
+          const token = bearerToken(authorization ?? null);
+          return token === undefined ? authorization : `Bearer ${token}`;
+        }
+      : (headers) => headers.get('authorization') ?? undefined,
     forwardedHeaders(headers) {
       if (names.length === 0) return undefined;
       const forwarded: Record<string, string> = {};

@@ -165,6 +165,37 @@ describe('response cache', () => {
       expect(answer.headers.get('cache-control')).toBe('public, max-age=30');
     });
 
+    it('keeps one session for one client token however its scheme is spelled, in service-key mode', async () => {
+      const app = h.createApp({
+        config: { upstream: { apiKey: 'service-key' }, clientTokens: ['client-token-1'] },
+      });
+      const spellings = [
+        'Bearer client-token-1',
+        'bearer client-token-1',
+        'BEARER   client-token-1',
+      ];
+      expect(
+        (await postGraphQL(app, LIST, undefined, { authorization: 'Bearer client-token-1' }))
+          .errors,
+      ).toBeUndefined();
+      for (const authorization of spellings) {
+        const hit = await postGraphQL(app, LIST, undefined, { authorization });
+        expect(hit.extensions?.upstreamCalls).toMatchObject({ cache: 'hit' });
+      }
+      // Its mutation, spelled otherwise, forgets what it kept: one session, one eviction.
+      await postGraphQL(
+        app,
+        'mutation { createDomainVerification(input: { domain: "example.com" }) { id } }',
+        undefined,
+        { authorization: 'bearer \tclient-token-1' },
+      );
+      const after = await postGraphQL(app, LIST, undefined, {
+        authorization: spellings[0] as string,
+      });
+      expect(after.extensions?.upstreamCalls).toMatchObject({ cache: 'miss' });
+      expect(upstreamRequests(h.sandbox, REPO_ROUTE)).toHaveLength(2);
+    });
+
     it('still refuses a hit past the rate limit, and a cross-site page by the CSRF rule', async () => {
       const rateLimiter = (await createRateLimiter({
         points: 2,

@@ -154,5 +154,40 @@ describe('the response cache in Redis, held to its bound', () => {
         other.disconnect();
       }
     });
+
+    it("remembers an eviction as long as its own session's answers live, a minute when it kept none", async () => {
+      const store = createRedisResponseStore(redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
+      const YEAR = 365 * 86_400;
+      // Somebody's answer that lives a year must not make every other eviction live a year.
+      await store.set(`${session(7)}:${operation(1)}`, answer('a year', YEAR), Date.now());
+      await store.set(`${session(6)}:${operation(1)}`, answer('two minutes', 120), Date.now());
+      // Refused callers' mutations: sessions that kept nothing.
+      for (let i = 100; i < 110; i++) await store.evictSession(session(i));
+      await store.evictSession(session(6));
+      const evicted = (i: number) => look.pttl(`graphql-facade:{response}:evicted:${session(i)}`);
+      for (let i = 100; i < 110; i++) {
+        expect(await evicted(i)).toBeGreaterThan(0);
+        expect(await evicted(i)).toBeLessThanOrEqual(60_000);
+      }
+      expect(await evicted(6)).toBeGreaterThan(60_000);
+      expect(await evicted(6)).toBeLessThanOrEqual(120_000);
+      expect(await store.get(`${session(6)}:${operation(1)}`)).toBeNull();
+      expect((await store.get(`${session(7)}:${operation(1)}`))?.data).toEqual({ text: 'a year' });
+    });
+
+    it('writes each answer to expire with its max-age in milliseconds, and ages it as it is read', async () => {
+      const store = createRedisResponseStore(redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
+      const key = `${session(8)}:${operation(1)}`;
+      await store.set(key, answer('short', 3), Date.now());
+      const ttl = await look.pttl(`graphql-facade:{response}:answer:${key}`);
+      expect(ttl).toBeGreaterThan(2_000);
+      expect(ttl).toBeLessThanOrEqual(3_000);
+      await sleep(1_100);
+      // Over a second has passed: served with the whole second it has left, then gone with its
+      // max-age.
+      expect((await store.get(key))?.policy.maxAge).toBe(1);
+      await sleep(2_000);
+      expect(await store.get(key)).toBeNull();
+    });
   });
 });
