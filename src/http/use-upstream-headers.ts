@@ -1,21 +1,9 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
-import { parseRetryAfter } from '../errors.js';
 import { requestState } from '../request-state.js';
 import type { CompletedCall } from '../upstream/client.js';
+import { MAX_PASSED_BACK_NAMES, readValue, stricter } from '../upstream/response-headers.js';
 import { addToList } from './headers.js';
-
-const asNumber = (value: string) => (value.trim() === '' ? Number.NaN : Number(value));
-
-/** Of two values of a header, the stricter; a value that does not read as a number loses. */
-function stricter(name: string, kept: string, next: string): string {
-  const largest = name === 'retry-after' || name.endsWith('-reset') || name.endsWith('-used');
-  if (!largest && !name.endsWith('-remaining') && !name.endsWith('-limit')) return kept;
-  const [a, b] = [asNumber(kept), asNumber(next)];
-  if (Number.isNaN(b)) return kept;
-  if (Number.isNaN(a)) return next;
-  return (largest ? b > a : b < a) ? next : kept;
-}
 
 /** The IETF fields, passed back as a pair from one call so that they agree. */
 const PAIR = new Set(['ratelimit', 'ratelimit-policy']);
@@ -53,16 +41,21 @@ export function strictestHeaders(
   }
   if (!latest) return undefined;
   let merged: Record<string, string> | undefined;
+  let names = 0;
   let pair: Pair | undefined;
   for (const headers of latest.values()) {
     if (!headers) continue;
     for (const [name, sent] of Object.entries(headers)) {
       if (PAIR.has(name)) continue;
-      const value = name === 'retry-after' ? parseRetryAfter(sent)?.toString() : sent;
+      const value = readValue(name, sent);
       if (value === undefined) continue;
       merged ??= {};
       const kept = merged[name];
-      merged[name] = kept === undefined ? value : stricter(name, kept, value);
+      if (kept !== undefined) merged[name] = stricter(name, kept, value);
+      else if (names < MAX_PASSED_BACK_NAMES) {
+        merged[name] = value;
+        names += 1;
+      }
     }
     const remaining = remainingOf(headers.ratelimit);
     const fields = Object.fromEntries(Object.entries(headers).filter(([name]) => PAIR.has(name)));

@@ -5,7 +5,12 @@ import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { strictestHeaders, useUpstreamHeaders } from '../../src/http/use-upstream-headers.js';
 import { type RequestStateCarrier, requestState } from '../../src/request-state.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
-import { pickHeaders, UPSTREAM_LIMIT_HEADERS } from '../../src/upstream/response-headers.js';
+import {
+  MAX_PASSED_BACK_NAMES,
+  MAX_PASSED_BACK_VALUE,
+  pickHeaders,
+  UPSTREAM_LIMIT_HEADERS,
+} from '../../src/upstream/response-headers.js';
 import { type Harness, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const LIST_ROUTE = 'GET /git/v1/repo';
@@ -142,6 +147,42 @@ describe('upstream headers passed back', () => {
     );
   });
 
+  it('passes a name sent on several lines back as its strictest value', async () => {
+    h.sandbox.setFault(LIST_ROUTE, {
+      headers: { 'ratelimit-remaining': ['5', '0'], 'x-ratelimit-reset': ['30', '60'] },
+    });
+    const result = await h.gql(LIST);
+    expect(result.headers.get('ratelimit-remaining')).toBe('0');
+    expect(result.headers.get('x-ratelimit-reset')).toBe('60');
+  });
+
+  it('passes back a bounded number of names, the listed ones first', async () => {
+    const many = Object.fromEntries(
+      Array.from({ length: 400 }, (_, i) => [`x-ratelimit-extra-${i}`, String(i)]),
+    );
+    h.sandbox.setFault(LIST_ROUTE, { headers: { ...many, 'ratelimit-remaining': '3' } });
+    const result = await h.gql(LIST);
+    expect(result.errors).toBeUndefined();
+    const passed = [...result.headers.keys()].filter((name) => name.includes('ratelimit'));
+    expect(passed).toHaveLength(MAX_PASSED_BACK_NAMES);
+    expect(result.headers.get('ratelimit-remaining')).toBe('3');
+  });
+
+  it('passes back no value longer than the bound', async () => {
+    h.sandbox.setFault(LIST_ROUTE, {
+      headers: {
+        'x-ratelimit-scope': 'a'.repeat(15_000),
+        'x-ratelimit-resource': 'b'.repeat(MAX_PASSED_BACK_VALUE),
+        'ratelimit-remaining': '3',
+      },
+    });
+    const result = await h.gql(LIST);
+    expect(result.errors).toBeUndefined();
+    expect(result.headers.has('x-ratelimit-scope')).toBe(false);
+    expect(result.headers.get('x-ratelimit-resource')).toHaveLength(MAX_PASSED_BACK_VALUE);
+    expect(result.headers.get('ratelimit-remaining')).toBe('3');
+  });
+
   it("lets an allowed origin's pages read them", async () => {
     h.sandbox.setFault(LIST_ROUTE, { headers: { 'ratelimit-remaining': '5' } });
     const result = await h.gql(LIST, undefined, { origin: APP });
@@ -223,6 +264,40 @@ describe('strictestHeaders', () => {
     });
   });
 
+  it('takes the least limit and remaining, and the latest reset, whichever call comes first', () => {
+    const merged = strictestHeaders([
+      [
+        attempt(1, {
+          'x-ratelimit-limit': '80',
+          'ratelimit-remaining': '9',
+          'ratelimit-reset': '5',
+        }),
+        attempt(2, {
+          'x-ratelimit-limit': '50',
+          'ratelimit-remaining': '2',
+          'ratelimit-reset': '40',
+        }),
+      ],
+    ]);
+    expect(merged).toEqual({
+      'x-ratelimit-limit': '50',
+      'ratelimit-remaining': '2',
+      'ratelimit-reset': '40',
+    });
+  });
+
+  it('keeps a bounded number of names across calls', () => {
+    const calls = Array.from({ length: 3 }, (_, call) =>
+      attempt(
+        call + 1,
+        Object.fromEntries(
+          Array.from({ length: 40 }, (_, i) => [`x-ratelimit-c${call}-${i}`, String(i)]),
+        ),
+      ),
+    );
+    expect(Object.keys(strictestHeaders([calls]) ?? {})).toHaveLength(MAX_PASSED_BACK_NAMES);
+  });
+
   it('keeps the first value of a name it has no rule for', () => {
     const merged = strictestHeaders([
       [attempt(1, { [OWN_NAME]: 'eu' }), attempt(2, { [OWN_NAME]: 'us' })],
@@ -296,13 +371,29 @@ describe('useUpstreamHeaders', () => {
 });
 
 describe('pickHeaders', () => {
-  it('keeps the allowed names, a repeated one joined, and nothing when none came', () => {
+  it('keeps the allowed names, a repeated one as one value, and nothing when none came', () => {
     expect(
       pickHeaders(
-        { 'ratelimit-remaining': ['4', '6'], 'x-other': '1', 'x-ratelimit-resource': 'core' },
+        {
+          'ratelimit-remaining': ['6', '4'],
+          'x-ratelimit-limit': '100, 20',
+          'x-ratelimit-reset': ['30', '60, 10'],
+          'retry-after': ['1', '120'],
+          'x-other': '1',
+          'x-ratelimit-resource': ['core', 'search'],
+          'ratelimit-limit': '10, 10;w=1',
+        },
         new Set(UPSTREAM_LIMIT_HEADERS),
       ),
-    ).toEqual({ 'ratelimit-remaining': '4, 6', 'x-ratelimit-resource': 'core' });
+    ).toEqual({
+      'ratelimit-remaining': '4',
+      'x-ratelimit-limit': '20',
+      'x-ratelimit-reset': '60',
+      'retry-after': '120',
+      'x-ratelimit-resource': 'core, search',
+      // A member that is not a number: the list stays as the upstream wrote it.
+      'ratelimit-limit': '10, 10;w=1',
+    });
     expect(
       pickHeaders({ 'content-type': 'application/json' }, new Set(UPSTREAM_LIMIT_HEADERS)),
     ).toBe(undefined);
