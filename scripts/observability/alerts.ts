@@ -50,11 +50,16 @@ const BURN_RATES = {
 const codes = (codeClass: CodeClass) => CODE_CLASSES[codeClass].join('|');
 const round = (value: number) => Number(value.toFixed(6));
 
-/** Errors of a class per executed operation, over `window`, per namespace. */
-export function errorRatio(codeClass: CodeClass, window: string, selector = FACADE): string {
+/** Errors of a class per executed operation, over `window`, summed `by` these labels. */
+export function errorRatio(
+  codeClass: CodeClass,
+  window: string,
+  { selector = FACADE, by = 'namespace' } = {},
+): string {
+  const sum = by ? `sum by (${by})` : 'sum';
   return [
-    `sum by (namespace) (rate(graphql_errors_total{${selector}, code=~"${codes(codeClass)}"}[${window}]))`,
-    `sum by (namespace) (rate(graphql_envelop_request_duration_count{${selector}}[${window}]))`,
+    `${sum} (rate(graphql_errors_total{${selector}, code=~"${codes(codeClass)}"}[${window}]))`,
+    `${sum} (rate(graphql_envelop_request_duration_count{${selector}}[${window}]))`,
   ].join('\n/\n');
 }
 

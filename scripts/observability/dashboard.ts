@@ -160,7 +160,7 @@ const errors = (): PanelSpec[] => [
     unit: 'percentunit',
     threshold: errorBudget(),
     targets: classes.map((codeClass) => [
-      errorRatio(codeClass, RATE, S).replaceAll('sum by (namespace) ', 'sum '),
+      errorRatio(codeClass, RATE, { selector: S, by: '' }),
       codeClass,
     ]),
   },
