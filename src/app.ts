@@ -12,6 +12,7 @@ import { type CredentialPolicy, createCredentialPolicy } from './credentials.js'
 import {
   DOCUMENT_ID_PARAM,
   hasOneOperation,
+  hasSubscription,
   operationNames,
   usesIncrementalDelivery,
 } from './documents.js';
@@ -34,7 +35,8 @@ import { useCost } from './security/use-cost.js';
 import { useLimits } from './security/use-limits.js';
 import { useListLimits } from './security/use-list-limits.js';
 import { useOperationTypes } from './security/use-operation-types.js';
-import { type RateLimiter, useRateLimit } from './security/use-rate-limit.js';
+import { clientKeys, type RateLimiter, useRateLimit } from './security/use-rate-limit.js';
+import { createSubscriptions, type Subscriptions } from './subscriptions.js';
 import { useTrustedDocuments } from './security/use-trusted-documents.js';
 import { type Logger, silentLogger, yogaLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
@@ -44,6 +46,7 @@ import { useRequestLog } from './telemetry/use-request-log.js';
 import { useTracing } from './telemetry/use-tracing.js';
 import { useUpstreamCalls } from './telemetry/use-upstream-calls.js';
 import type { UpstreamClient } from './upstream/client.js';
+import type { DnsWatchStore } from './upstream/dns-watch-store.js';
 
 export interface AppDeps {
   config: Config;
@@ -72,6 +75,10 @@ export interface AppDeps {
   refreshes?: Refreshes | undefined;
   /** Default: built from `config`. */
   credentials?: CredentialPolicy | undefined;
+  /** The open subscriptions, which the process ends when it stops; default: this app's own. */
+  subscriptions?: Subscriptions | undefined;
+  /** Where the fleet shares its watched names (Redis); default: each process looks up alone. */
+  dnsWatchStore?: DnsWatchStore | undefined;
 }
 
 /** AppDeps with its defaults filled in, built once for the pipeline and the context alike. */
@@ -79,6 +86,7 @@ type AppParts = AppDeps &
   Required<Pick<AppDeps, 'logger' | 'logError' | 'metrics' | 'health' | 'refreshes'>> & {
     credentials: CredentialPolicy;
     metricsSource: MetricsSource | null;
+    subscriptions: Subscriptions;
   };
 
 function withDefaults(deps: AppDeps): AppParts {
@@ -96,6 +104,9 @@ function withDefaults(deps: AppDeps): AppParts {
       deps.refreshes ??
       createRefreshes({ onEnd: (route, outcome) => metrics.countRefresh(route, outcome) }),
     credentials: deps.credentials ?? createCredentialPolicy(config),
+    subscriptions:
+      deps.subscriptions ??
+      createSubscriptions({ limits: config.subscriptions, metrics, logger: deps.logger }),
     rangeCache:
       deps.rangeCache ??
       (config.responseCache.enabled ? createRangeCache(config.responseCache.maxBytes) : undefined),
@@ -125,14 +136,18 @@ function stage(name: string, plugins: AppPlugin | AppPlugin[] | false | null | u
 }
 
 /**
- * graphql-jit compiles each document once; Yoga's executor runs @defer and @stream, and documents
- * of several operations, which @envelop/graphql-jit would answer with the first one it compiled.
+ * graphql-jit compiles each document once; Yoga's executor runs @defer and @stream, documents
+ * of several operations, which @envelop/graphql-jit would answer with the first one it compiled,
+ * and subscriptions, whose field's `subscribe` graphql-jit hands the variables instead of its arguments.
  */
 function useJit(): Plugin {
   return useGraphQlJit(
     {},
     {
-      enableIf: (args) => !usesIncrementalDelivery(args.document) && hasOneOperation(args.document),
+      enableIf: ({ document }) =>
+        !usesIncrementalDelivery(document) &&
+        hasOneOperation(document) &&
+        !hasSubscription(document),
     },
   ) as Plugin;
 }
@@ -220,6 +235,20 @@ function createPipeline(app: AppParts): Stage[] {
   ];
 }
 
+/** Keyed as the rate limit keys a client: its token, and its address too unless the token is verified. */
+function subscriberKeys({ config, credentials }: AppParts) {
+  const options = {
+    trustProxy: config.rateLimit.trustProxy,
+    isAccepted: credentials.acceptsClient,
+  };
+  return (request: Request, serverContext: unknown): string[] => {
+    const keys = clientKeys(request, serverContext, options);
+    return keys.address === undefined || keys.client === `ip:${keys.address}`
+      ? [keys.client]
+      : [keys.client, `ip:${keys.address}`];
+  };
+}
+
 /** The facade: Yoga running the pipeline. */
 export function createApp(deps: AppDeps) {
   const app = withDefaults(deps);
@@ -234,6 +263,11 @@ export function createApp(deps: AppDeps) {
       ranges: app.rangeCache,
       refreshes: app.refreshes,
       credentials: app.credentials,
+      watching: {
+        subscriptions: app.subscriptions,
+        subscriberKeys: subscriberKeys(app),
+        dnsWatchStore: app.dnsWatchStore,
+      },
     }),
     graphqlEndpoint: PATHS.graphql,
     healthCheckEndpoint: PATHS.health,

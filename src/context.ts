@@ -14,6 +14,7 @@ import {
   type RequestStateCarrier,
   requestState,
 } from './request-state.js';
+import type { OpenSubscription, Subscriptions } from './subscriptions.js';
 import type { CacheLookup, Metrics } from './telemetry/metrics.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
@@ -22,8 +23,11 @@ import {
   createTxtLoader,
   createTxtResolver,
   type TxtLoader,
+  type TxtResolver,
   type TxtLookupResult,
 } from './upstream/dns.js';
+import { createDnsWatches, type DnsWatches } from './upstream/dns-watch.js';
+import type { DnsWatchStore } from './upstream/dns-watch-store.js';
 import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
 
 /** What the facade adds to Yoga's own context for one operation. */
@@ -35,6 +39,13 @@ export interface RequestContext {
   loaders: Loaders;
   /** One DNS query per host, each a unit of `call.budget`. */
   txtLookups: Pick<TxtLoader, 'load'>;
+  /** The process's watched TXT names, shared by every subscriber. */
+  dnsWatches: DnsWatches;
+  /** This request's client opening a subscription, within its bounds; and the process stopping. */
+  subscriptions: {
+    open(field: string): OpenSubscription;
+    readonly shutdown: AbortSignal;
+  };
   requestId: string;
   upstreamCalls: CompletedCall[];
   /** The list ranges answered from the range cache, and the fields each served. */
@@ -73,6 +84,38 @@ interface ContextDeps {
   refreshes?: Refreshes | undefined;
   /** None: every range is fetched. */
   ranges?: RangeCache | undefined;
+  watching: WatchingDeps;
+}
+
+interface WatchingDeps {
+  subscriptions: Subscriptions;
+  /** The keys a client's subscriptions count against (its own, and its address if unverified). */
+  subscriberKeys: (request: Request, serverContext: unknown) => string[];
+  /** Shared by the fleet; none: each process looks its watched names up alone. */
+  dnsWatchStore?: DnsWatchStore | undefined;
+}
+
+/** What subscriptions read in each context: the process's watches, and the client's bounds. */
+function watchingContext(
+  config: Config,
+  resolver: TxtResolver,
+  metrics: Metrics,
+  { subscriptions, subscriberKeys, dnsWatchStore }: WatchingDeps,
+) {
+  // The watches take their look-ups from the requests' resolver, within DNS_MAX_CONCURRENT.
+  const dnsWatches = createDnsWatches({
+    resolver,
+    ...config.subscriptions,
+    store: dnsWatchStore,
+    onLookUp: () => metrics.countDnsWatchLookUp(),
+  });
+  return (initial: YogaInitialContext & ServerContext) => ({
+    dnsWatches,
+    subscriptions: {
+      open: (field: string) => subscriptions.open(subscriberKeys(initial.request, initial), field),
+      shutdown: subscriptions.shutdown,
+    },
+  });
 }
 
 /** Per request: a request id, what goes upstream of the caller's credentials, and fresh loaders. */
@@ -84,8 +127,10 @@ export function createContextFactory({
   tracer,
   refreshes,
   ranges,
+  watching,
 }: ContextDeps) {
   const txtResolver = createTxtResolver(config.dns, tracer);
+  const watchingOf = watchingContext(config, txtResolver, metrics, watching);
   const propagator = createPropagator(config.propagators);
   // Shared by every request: the upstream's page size, and the reads in flight to join.
   const pageCap = createPageCap();
@@ -142,6 +187,7 @@ export function createContextFactory({
           cachedRanges.push({ policy: hit.policy, fields, stale: hit.stale }),
       }),
       txtLookups,
+      ...watchingOf(initial),
       requestId,
       upstreamCalls,
       cachedRanges,

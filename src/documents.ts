@@ -44,6 +44,14 @@ export function hasOneOperation(document: DocumentNode): boolean {
   return true;
 }
 
+/** Whether the document defines a subscription. */
+export function hasSubscription(document: DocumentNode): boolean {
+  return document.definitions.some(
+    (definition) =>
+      definition.kind === Kind.OPERATION_DEFINITION && definition.operation === 'subscription',
+  );
+}
+
 /** The names of the operations the trusted documents define. */
 export function operationNames(documents: Iterable<string>): Set<string> {
   const names = new Set<string>();

@@ -199,6 +199,27 @@ export const settingsSchema = z.object({
     }),
   }),
 
+  subscriptions: z.object({
+    maxPerClient: limits('MAX_SUBSCRIPTIONS_PER_CLIENT', int(1, 10_000).default(5), {
+      doc: 'open subscriptions one client (its bearer token, or its address without one) may hold in a process; one more is `RATE_LIMITED` with `extensions.retryAfter` ([domains](domains.md#watching-the-record))',
+    }),
+    maxOpen: limits('MAX_SUBSCRIPTIONS', int(1, 1_000_000).default(1_000), {
+      doc: 'open subscriptions in a process, all clients together; one more is `RATE_LIMITED` with `extensions.retryAfter`. Each worker has its own',
+    }),
+    minIntervalMs: dns('DNS_WATCH_MIN_INTERVAL_MS', int(100, 600_000).default(5_000), {
+      doc: "`Subscription.domainDnsCheck`: the first wait between two look-ups of a watched name; it doubles while nothing changes, and is never shorter than a found record's TTL",
+    }),
+    maxIntervalMs: dns('DNS_WATCH_MAX_INTERVAL_MS', int(100, 3_600_000).default(60_000), {
+      doc: 'the longest wait between two look-ups of a watched name',
+    }),
+    idleLimitS: dns('DNS_WATCH_IDLE_LIMIT_S', int(1, DAY_S).default(900), {
+      doc: 'a watch ends, with a last event that says so, when what DNS says has not changed for this long',
+    }),
+    timeLimitS: dns('DNS_WATCH_TIME_LIMIT_S', int(1, DAY_S).default(3_600), {
+      doc: 'a watch ends, with a last event that says so, this long after it started, whatever happened',
+    }),
+  }),
+
   maxPageSize: limits('MAX_PAGE_SIZE', int(1, 10_000).default(100), {
     doc: 'the largest `limit` (`repositories`) and `first` (`repositoriesConnection`); more is `BAD_USER_INPUT` with no upstream call',
   }),

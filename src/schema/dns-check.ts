@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { TxtLookupResult } from '../upstream/dns.js';
+import { type WatchEnd, watchUntil } from '../upstream/dns-watch.js';
 import { builder } from './builder.js';
 import { UPSTREAM_CALL_WEIGHT } from './cost.js';
 import { domainName, txtHost } from './domain-name.js';
@@ -33,7 +34,7 @@ const DomainDnsCheckRef = builder.objectRef<DomainDnsCheck>('DomainDnsCheck').im
     error: t.exposeString('error', {
       nullable: true,
       description:
-        'Why `values` is empty or incomplete, in plain words: no such name, no TXT record at that name, the resolver timed out, the resolver refused or failed. Null when the look-up answered records.',
+        'Why `values` is empty or incomplete, in plain words: no such name, no TXT record at that name, the resolver timed out, the resolver refused or failed. Null when the look-up answered records. On the last event of a subscription that ends without a match, it begins with "Watch ended:" and says why (a time limit passed, or the server is restarting).',
     }),
   }),
 });
@@ -86,19 +87,83 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, ctx) => {
       const host = txtHost(args.domain);
-      const code = args.verificationCode ?? null;
       const result = await ctx.txtLookups.load(host);
-      const values = result.outcome === 'found' ? result.values : [];
-      const answered =
-        result.outcome === 'found' ||
-        result.outcome === 'no-such-name' ||
-        result.outcome === 'no-record';
-      return {
-        host,
-        values,
-        matches: code === null || !answered ? null : values.some((value) => value.trim() === code),
-        error: describe(result, host, ctx.config.dns.timeoutMs),
-      };
+      return toCheck(result, host, args.verificationCode ?? null, ctx.config.dns.timeoutMs);
+    },
+  }),
+}));
+
+/** The answer, the same for the query and each event of the subscription. */
+function toCheck(
+  result: TxtLookupResult,
+  host: string,
+  code: string | null,
+  timeoutMs: number,
+): DomainDnsCheck {
+  const values = result.outcome === 'found' ? result.values : [];
+  const answered =
+    result.outcome === 'found' ||
+    result.outcome === 'no-such-name' ||
+    result.outcome === 'no-record';
+  return {
+    host,
+    values,
+    matches: code === null || !answered ? null : values.some((value) => value.trim() === code),
+    error: describe(result, host, timeoutMs),
+  };
+}
+
+/** The last event's words when a watch ends without a match. */
+function endedBecause(end: WatchEnd, limits: { idleLimitS: number; timeLimitS: number }): string {
+  switch (end) {
+    case 'idle-limit':
+      return `Watch ended: nothing changed for ${limits.idleLimitS} s.`;
+    case 'time-limit':
+      return `Watch ended: the time limit (${limits.timeLimitS} s) passed.`;
+    case 'shutdown':
+      return 'Watch ended: the server is restarting.';
+    case 'matched':
+      return '';
+  }
+}
+
+builder.subscriptionFields((t) => ({
+  domainDnsCheck: t.field({
+    type: DomainDnsCheckRef,
+    description:
+      'Watches `_service_custom_hostname.<domain>` until the TXT record matches verificationCode: an event at once with what DNS says now, then one each time that changes; the event that matches is the last, and the stream completes. Without a code nothing matches. A watch also ends, with a last event whose `error` begins with "Watch ended:", when nothing changed for DNS_WATCH_IDLE_LIMIT_S, after DNS_WATCH_TIME_LIMIT_S, or when the server restarts: subscribe again to go on. Look-ups start DNS_WATCH_MIN_INTERVAL_MS apart and back off to DNS_WATCH_MAX_INTERVAL_MS while nothing changes (never sooner than a found record\'s TTL); every subscriber of a name shares them. An invalid domain is BAD_USER_INPUT and nothing is looked up; past MAX_SUBSCRIPTIONS_PER_CLIENT open subscriptions of a client, or MAX_SUBSCRIPTIONS in the server, a new one is RATE_LIMITED with `retryAfter`.',
+    args: {
+      domain: t.arg.string({
+        required: true,
+        description: 'The domain, as for the query `domainDnsCheck`.',
+        validate: domainName,
+      }),
+      verificationCode: t.arg.string({
+        description:
+          'The code from createDomainVerification; without it `matches` is null and the watch ends only at a limit.',
+        validate: verificationCode,
+      }),
+    },
+    subscribe: (_root, args, ctx) => {
+      const host = txtHost(args.domain);
+      const code = args.verificationCode ?? null;
+      const limits = ctx.config.subscriptions;
+      const opened = ctx.subscriptions.open('domainDnsCheck');
+      return watchUntil(ctx.dnsWatches, host, {
+        isDone: (result) => toCheck(result, host, code, 0).matches === true,
+        idleLimitMs: limits.idleLimitS * 1000,
+        timeLimitMs: limits.timeLimitS * 1000,
+        shutdown: ctx.subscriptions.shutdown,
+        onEnd: (reason, events) => opened.end(reason, { host, events }),
+      });
+    },
+    resolve: ({ result, end }, args, ctx) => {
+      const host = txtHost(args.domain);
+      const code = args.verificationCode ?? null;
+      const check = toCheck(result, host, code, ctx.config.dns.timeoutMs);
+      if (!end || end === 'matched') return check;
+      const why = endedBecause(end, ctx.config.subscriptions);
+      return { ...check, error: check.error ? `${why} ${check.error}` : why };
     },
   }),
 }));

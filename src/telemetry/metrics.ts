@@ -58,6 +58,7 @@ export function createMetrics(options: MetricsOptions = {}) {
     ...operationMetrics(registry),
     ...upstreamMetrics(registry),
     ...cacheMetrics(registry),
+    ...subscriptionMetrics(registry),
   };
 }
 
@@ -190,6 +191,36 @@ function cacheMetrics(registry: Registry) {
     },
     countRefresh(route: string, outcome: 'ok' | 'failed') {
       refreshes.inc({ route, outcome });
+    },
+  };
+}
+
+function subscriptionMetrics(registry: Registry) {
+  const active = new Gauge({
+    name: 'graphql_subscriptions_active',
+    help: 'Subscriptions open now in this process',
+    registers: [registry],
+  });
+  const ended = new Counter({
+    name: 'graphql_subscriptions_ended_total',
+    help: 'Subscriptions ended, by field and reason: matched, idle-limit, time-limit, shutdown, cancelled (the client left) or error',
+    labelNames: ['field', 'reason'],
+    registers: [registry],
+  });
+  const watchLookUps = new Counter({
+    name: 'dns_watch_lookups_total',
+    help: 'TXT look-ups this process made for watched names (subscriptions); names another replica looked up are not counted',
+    registers: [registry],
+  });
+  return {
+    countDnsWatchLookUp() {
+      watchLookUps.inc();
+    },
+    observeSubscriptions(open: number) {
+      active.set(open);
+    },
+    countSubscriptionEnd(field: string, reason: string) {
+      ended.inc({ field, reason });
     },
   };
 }
