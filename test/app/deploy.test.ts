@@ -12,6 +12,8 @@ import { parseAllDocuments } from 'yaml';
 import { JOB } from '../../scripts/observability/objectives.js';
 import { PATHS } from '../../src/app.js';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config/load.js';
+import { variablesOf } from '../../src/config/variable.js';
+import { settingsSchema } from '../../src/config/variables.js';
 
 const dir = new URL('../../deploy/kubernetes/', import.meta.url);
 const read = (name: string) => readFileSync(new URL(name, dir), 'utf8');
@@ -100,7 +102,66 @@ describe('the Kubernetes manifests', () => {
       sleep * 1000 + graceMs,
     );
   });
+
+  it('run Redis with room for every bound the facade keeps in it, and never evicting a counter', () => {
+    const redis = find<IDeployment>('Deployment', 'graphql-facade-redis').spec?.template.spec
+      ?.containers[0];
+    const args = redis?.args ?? [];
+    const arg = (name: string) => args[args.indexOf(name) + 1];
+    // docs/operations.md: under any other policy Redis evicts what it samples, counters included.
+    expect(arg('--maxmemory-policy')).toBe('noeviction');
+    const maxmemory = redisBytes(arg('--maxmemory'));
+    // Every variable that bounds what the facade keeps in Redis, as the ConfigMap sets it or by
+    // default: a new one counts here as soon as it is declared.
+    const config = loadConfig(configData()) as unknown as Record<string, unknown>;
+    const bounds = variablesOf(settingsSchema.shape)
+      .filter((variable) => variable.name.endsWith('_REDIS_BYTES'))
+      .map((variable) =>
+        variable.path.reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], config),
+      );
+    expect(bounds.length).toBeGreaterThanOrEqual(2);
+    const sum = bounds.reduce<number>((total, bound) => total + Number(bound), 0);
+    // Each bound holds used_memory within 1.5 times (tested), and the counters, eviction keys and
+    // Redis's own start need room too.
+    expect(maxmemory).toBeGreaterThanOrEqual(1.5 * sum + 32 * MiB);
+    // Redis's buffers and fragmentation are outside maxmemory: the container has room above it.
+    expect(quantityBytes(String(redis?.resources?.limits?.memory))).toBeGreaterThanOrEqual(
+      1.25 * maxmemory,
+    );
+  });
 });
+
+const MiB = 1024 * 1024;
+
+/** A redis.conf memory size: `256mb` (MiB), `256m` (10^6), `268435456`. */
+function redisBytes(value: string | undefined): number {
+  const match = /^(\d+)(k|kb|m|mb|g|gb)?$/i.exec(value ?? '');
+  if (!match) throw new Error(`not a Redis memory size: ${value}`);
+  const units: Record<string, number> = {
+    k: 1e3,
+    kb: 1024,
+    m: 1e6,
+    mb: MiB,
+    g: 1e9,
+    gb: 1024 * MiB,
+  };
+  return Number(match[1]) * (match[2] ? (units[match[2].toLowerCase()] as number) : 1);
+}
+
+/** A Kubernetes memory quantity: `384Mi`, `1Gi`, `400M`. */
+function quantityBytes(value: string): number {
+  const match = /^(\d+)(Ki|Mi|Gi|k|M|G)?$/.exec(value);
+  if (!match) throw new Error(`not a memory quantity: ${value}`);
+  const units: Record<string, number> = {
+    Ki: 1024,
+    Mi: MiB,
+    Gi: 1024 * MiB,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+  };
+  return Number(match[1]) * (match[2] ? (units[match[2]] as number) : 1);
+}
 
 describe('the monitoring component', () => {
   const componentDir = new URL('components/monitoring/', dir);

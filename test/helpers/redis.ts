@@ -25,6 +25,10 @@ if (!hasRedis && process.env.CI !== 'true') {
   process.emitWarning(
     'redis-server is not installed: the Redis tests are skipped (apt-get install redis-server)',
   );
+} else if (!hasRedisTools && process.env.CI !== 'true') {
+  process.emitWarning(
+    'redis-sentinel or redis-cli is not installed: the Redis Cluster and Sentinel tests are skipped (apt-get install redis-sentinel redis-tools)',
+  );
 }
 
 /** A redis-server of the test's own on a free port, without persistence. */
