@@ -193,6 +193,7 @@ function createPipeline(app: AppParts): Stage[] {
         useRateLimit(app.rateLimiter, {
           trustProxy: config.rateLimit.trustProxy,
           isAccepted: acceptsClient,
+          batchingLimit: config.limits.batchingLimit,
         }),
     ),
     stage('clientTokens', acceptsClient && useClientTokens(acceptsClient)),

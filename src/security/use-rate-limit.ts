@@ -194,11 +194,14 @@ function expandIPv6(address: string): string[] {
 
 /**
  * One point per HTTP request before its body is read, one more per extra operation of a batch
- * once parsed; the address pays too unless the token is verified, since anyone can invent tokens.
+ * once parsed (none for a batch BATCHING_LIMIT refuses); the address pays too unless the token is verified, since anyone can invent tokens.
  */
 export function useRateLimit(
   limiter: RateLimiter,
-  options: ClientKeyOptions,
+  options: ClientKeyOptions & {
+    /** BATCHING_LIMIT: a longer batch (any, at 0) is refused after this stage, and not charged. */
+    batchingLimit: number;
+  },
 ): Plugin<Context, ServerContext> {
   const { quota } = limiter;
   const take = (carrier: RequestStateCarrier, keys: ClientKeys, points: number): Promise<void> => {
@@ -229,8 +232,10 @@ export function useRateLimit(
       const keys = clientKeys(request, serverContext, options);
       return take(serverContext, keys, 1).then(() => ({
         onRequestParseDone({ requestParserResult }) {
-          if (!Array.isArray(requestParserResult) || requestParserResult.length < 2) return;
-          return take(serverContext, keys, requestParserResult.length - 1);
+          if (!Array.isArray(requestParserResult)) return;
+          const operations = requestParserResult.length;
+          if (operations < 2 || operations > options.batchingLimit) return;
+          return take(serverContext, keys, operations - 1);
         },
       }));
     },

@@ -228,6 +228,49 @@ describe('rate limits, in memory', () => {
     expect((await send({ query: QUERY })).status).toBe(429);
   });
 
+  it('charges nothing for the operations of a batch past BATCHING_LIMIT, which is refused', async () => {
+    for (const batchingLimit of [2, 0]) {
+      limiter = (await createRateLimiter({
+        points: 3,
+        windowS: 60,
+        redisUrl: undefined,
+      })) as RateLimiter;
+      const app = appWith({ limits: { batchingLimit } });
+      const send = (body: unknown) =>
+        app.fetch('http://facade.test/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...bearer('batcher') },
+          body: JSON.stringify(body),
+        });
+      const refused = await send(Array.from({ length: 5 }, () => ({ query: QUERY })));
+      expect(refused.status).toBe(batchingLimit === 0 ? 400 : 413);
+      // The refused request took its one point; the two left answer.
+      expect(refused.headers.get('ratelimit')).toMatch(/^"client";r=2;/);
+      expect((await send({ query: QUERY })).status).toBe(200);
+      expect((await send({ query: QUERY })).status).toBe(200);
+      expect((await send({ query: QUERY })).status).toBe(429);
+    }
+  });
+
+  it('states a reset no sooner than the Retry-After beside it', async () => {
+    limiter = (await createRateLimiter({
+      points: 1,
+      windowS: 5,
+      redisUrl: undefined,
+    })) as RateLimiter;
+    const app = appWith();
+    expect((await postGraphQL(app, QUERY, {}, bearer('quick'))).status).toBe(200);
+    // Into the window, so that what is left of it is not whole seconds.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const refused = await postGraphQL(app, QUERY, {}, bearer('quick'));
+    expect(refused.status).toBe(429);
+    const wait = refused.headers.get('retry-after');
+    expect(wait).toMatch(/^[1-5]$/);
+    expect(refused.headers.get('ratelimit')).toBe(
+      `"client";r=0;t=${wait}, "address";r=0;t=${wait}`,
+    );
+  });
+
   it('answers the wait until the window ends, in whole seconds', async () => {
     const one = (await createRateLimiter({
       points: 1,
