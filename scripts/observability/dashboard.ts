@@ -4,6 +4,13 @@
 import {
   GraphThresholdsStyleConfigBuilder,
   GraphThresholdsStyleMode,
+  LegendDisplayMode,
+  LegendPlacement,
+  SortOrder,
+  TooltipDisplayMode,
+  VisibilityMode,
+  VizLegendOptionsBuilder,
+  VizTooltipOptionsBuilder,
 } from '@grafana/grafana-foundation-sdk/common';
 import {
   type Dashboard,
@@ -21,6 +28,7 @@ import {
 } from '@grafana/grafana-foundation-sdk/dashboard';
 import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
 import { PanelBuilder as StatBuilder } from '@grafana/grafana-foundation-sdk/stat';
+import { PanelBuilder as StateTimelineBuilder } from '@grafana/grafana-foundation-sdk/statetimeline';
 import { PanelBuilder as TimeseriesBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
 import { errorRatio } from './alerts.js';
 import {
@@ -51,6 +59,7 @@ interface PanelSpec {
   targets: readonly Target[];
   /** A line at this value: the objective or the alert's threshold. */
   threshold?: number;
+  /** A state's name and color for each value: drawn as a state timeline, one row per series. */
   mappings?: ValueMapping[];
   width?: number;
 }
@@ -71,9 +80,18 @@ function timeseries(spec: PanelSpec) {
     .unit(spec.unit)
     .span(spec.width ?? 12)
     .height(8)
-    .min(0);
+    .min(0)
+    // Which route or pod a line is, and all of them at one instant: what on-call reads first.
+    .legend(
+      new VizLegendOptionsBuilder()
+        .showLegend(true)
+        .displayMode(LegendDisplayMode.List)
+        .placement(LegendPlacement.Bottom),
+    )
+    .tooltip(
+      new VizTooltipOptionsBuilder().mode(TooltipDisplayMode.Multi).sort(SortOrder.Descending),
+    );
   for (const [index, target] of spec.targets.entries()) panel.withTarget(query(target, index));
-  if (spec.mappings) panel.mappings(spec.mappings);
   if (spec.threshold !== undefined) {
     panel
       .thresholds(
@@ -88,6 +106,23 @@ function timeseries(spec: PanelSpec) {
   }
   return panel;
 }
+
+function stateTimeline(spec: PanelSpec, mappings: ValueMapping[]) {
+  const panel = new StateTimelineBuilder()
+    .title(spec.title)
+    .description(spec.description)
+    .datasource(DATASOURCE)
+    .span(spec.width ?? 12)
+    .height(8)
+    .mappings(mappings)
+    .showValue(VisibilityMode.Never)
+    .mergeValues(true);
+  for (const [index, target] of spec.targets.entries()) panel.withTarget(query(target, index));
+  return panel;
+}
+
+const panel = (spec: PanelSpec) =>
+  spec.mappings ? stateTimeline(spec, spec.mappings) : timeseries(spec);
 
 const valueMap = (options: Record<string, [text: string, color: string]>): ValueMapping[] => [
   {
@@ -447,7 +482,7 @@ export function dashboard(): Dashboard {
   for (const stat of objectives()) builder.withPanel(stat);
   for (const [title, panels] of ROWS) {
     builder.withRow(new RowBuilder(title));
-    for (const spec of panels()) builder.withPanel(timeseries(spec));
+    for (const spec of panels()) builder.withPanel(panel(spec));
   }
   return builder.build();
 }
