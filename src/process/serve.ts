@@ -16,8 +16,10 @@ import { createMemoryApqStore, createRedisApqStore } from '../security/use-apq.j
 import { createRateLimiter } from '../security/use-rate-limit.js';
 import { VERSION } from '../telemetry/build-info.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
+import { createSubscriptions } from '../subscriptions.js';
 import { createMetrics, type Metrics } from '../telemetry/metrics.js';
 import { UpstreamClient } from '../upstream/client.js';
+import { createRedisDnsWatchStore } from '../upstream/dns-watch-store.js';
 import { runPrimary, workerLink } from './cluster.js';
 import { errorName, listenFailure, StartupError, unexpectedFailure } from './startup-errors.js';
 
@@ -171,10 +173,15 @@ async function start(config: ServingConfig, logger: Logger) {
   const refreshes = createRefreshes({
     onEnd: (route, outcome) => metrics.countRefresh(route, outcome),
   });
+  const subscriptions = createSubscriptions({ limits: config.subscriptions, metrics, logger });
   const yoga = createApp({
     config,
     credentials,
     refreshes,
+    subscriptions,
+    // A lease outlives one look-up (DNS_TIMEOUT_MS), so a process that died frees it soon after.
+    dnsWatchStore:
+      redis && createRedisDnsWatchStore(redis, { leaseMs: config.dns.timeoutMs + 1_000 }),
     client,
     logger,
     metrics,
@@ -202,6 +209,7 @@ async function start(config: ServingConfig, logger: Logger) {
     tracing,
     credentials,
     refreshes,
+    subscriptions,
   };
 }
 
@@ -305,12 +313,15 @@ async function announce(config: ServingConfig, logger: Logger, started: Started)
 /** SIGTERM and SIGINT drain as docs/operations.md#shutdown describes, then exit 0. */
 function drainOnSignals(config: Config, logger: Logger, started: Started): void {
   const { server, metricsServer, client, health, rateLimiter, redis, tracing, refreshes } = started;
+  const { subscriptions } = started;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     health.startDraining();
     logger.info({ signal, graceMs: config.shutdownGraceMs }, 'draining');
+    // Each open stream gets its last event and completes, so its connection can close in time.
+    void subscriptions.drain(config.shutdownGraceMs);
     // One deadline for the whole drain: connections, then the refreshes they may have started.
     const deadline = Date.now() + config.shutdownGraceMs;
     // net.Server#close: http.Server#close would also cut idle keep-alive connections.

@@ -68,12 +68,15 @@ export function createRedisDnsWatchStore(
         return lookUp();
       }
       const result = await lookUp();
-      if (result) {
-        const value = JSON.stringify(result);
-        await redis
-          .run(() => redis.client.set(key.result, value, 'PX', Math.max(1, keepMs(result))))
-          .catch(() => {});
-      }
+      // Kept until this process's next look-up is due; the lease goes as the result comes, so
+      // the next round's look-up is not held up by this one's.
+      const value = result && JSON.stringify(result);
+      await redis
+        .run(async () => {
+          if (result && value) await redis.client.set(key.result, value, 'PX', keepMs(result));
+          await redis.client.del(key.lease);
+        })
+        .catch(() => {});
       return result;
     },
   };
