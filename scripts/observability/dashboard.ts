@@ -358,6 +358,38 @@ const redisAndLimits = (): PanelSpec[] => [
   },
 ];
 
+const subscriptions = (): PanelSpec[] => [
+  {
+    title: 'Open subscriptions by pod',
+    description:
+      'Subscriptions open now (domainDnsCheck watches), per pod: bounded by MAX_SUBSCRIPTIONS per process.',
+    unit: 'short',
+    width: 8,
+    targets: [[`sum by (pod) (graphql_subscriptions_active{${S}})`, '{{pod}}']],
+  },
+  {
+    title: 'Subscriptions ended by reason',
+    description:
+      'Subscriptions ended per second, by field and reason: matched, idle-limit, time-limit, shutdown, cancelled (the client left) or error.',
+    unit: 'short',
+    width: 8,
+    targets: [
+      [
+        `sum by (field, reason) (rate(graphql_subscriptions_ended_total{${S}}[${RATE}]))`,
+        '{{field}} {{reason}}',
+      ],
+    ],
+  },
+  {
+    title: 'Watch look-ups by pod',
+    description:
+      'TXT look-ups per second each pod made for watched names; every subscriber of a name shares them.',
+    unit: 'short',
+    width: 8,
+    targets: [[`sum by (pod) (rate(dns_watch_lookups_total{${S}}[${RATE}]))`, '{{pod}}']],
+  },
+];
+
 const processPanels = (): PanelSpec[] => [
   {
     title: 'Memory by pod',
@@ -461,6 +493,7 @@ const ROWS: Array<[title: string, panels: () => PanelSpec[]]> = [
   ['Breakers', breakers],
   ['Cache', cache],
   ['Redis and rate limit', redisAndLimits],
+  ['Subscriptions', subscriptions],
   ['Process', processPanels],
 ];
 

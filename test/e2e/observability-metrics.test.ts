@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../sandbox/server.js';
 import { LATENCY } from '../../scripts/observability/objectives.js';
 import { generatedPath } from '../../scripts/observability.js';
+import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js';
 import { freePort } from '../helpers/net.js';
 import { type FacadeProcess, post, startFacade } from '../helpers/process.js';
 import {
@@ -10,6 +11,7 @@ import {
   promqlNames,
   ruleExpressions,
 } from '../helpers/promql.js';
+import { sseClient, subscribe } from '../helpers/subscriptions.js';
 
 // What Prometheus adds to every series it scrapes (the PodMonitor's targets), not the facade.
 const TARGET_LABELS = new Set(['job', 'namespace', 'pod', 'instance', 'container']);
@@ -18,6 +20,8 @@ const EXTERNAL: Record<string, string[]> = {
   kube_pod_container_status_restarts_total: ['namespace', 'pod', 'container', 'uid'],
 };
 const ROUTE = 'GET /git/v1/repo';
+const DOMAIN = 'metrics.example.com';
+const CODE = 'svc-verify-metrics';
 // Another process on two shared cores: what it does next may take a while to show.
 const POLL = { interval: 100, timeout: 15_000 };
 
@@ -59,6 +63,7 @@ function gate() {
 
 describe('the dashboard and the alerts, against what the facade exports', () => {
   let sandbox: Sandbox;
+  let dns: TestDnsServer;
   let facade: FacadeProcess;
   let base: string;
   const scrape = async () => (await fetch(`${base}/metrics`)).text();
@@ -71,10 +76,13 @@ describe('the dashboard and the alerts, against what the facade exports', () => 
       repositories: 7,
       repositoryCacheControl: 'max-age=2, stale-while-revalidate=600',
     });
+    dns = await startDnsServer();
+    dns.setTxt(`_service_custom_hostname.${DOMAIN}`, [CODE]);
     // Nothing listens there: Redis is missed, then skipped, as when it goes away.
     const redisPort = await freePort();
     facade = await startFacade({
       UPSTREAM_URL: sandbox.url,
+      DNS_SERVERS: dns.address,
       HOST: '127.0.0.1',
       REDIS_URL: `redis://127.0.0.1:${redisPort}`,
       BREAKER_THRESHOLD: '2',
@@ -89,6 +97,7 @@ describe('the dashboard and the alerts, against what the facade exports', () => 
   afterAll(async () => {
     await facade?.stop();
     await sandbox?.close();
+    await dns?.close();
   });
 
   it('exports every metric and label a panel or an alert names, once driven', async () => {
@@ -118,6 +127,12 @@ describe('the dashboard and the alerts, against what the facade exports', () => 
     sandbox.setFault(ROUTE, { status: 500 });
     for (let i = 0; i < 3; i++) await ask(`{ f${i}: repositories(limit: 4) { total } }`, 'fail');
     sandbox.clearFaults();
+    // A subscription that matches at once, and so ends.
+    const watch = subscribe(sseClient(facade.url, { authorization: 'Bearer watch' }), {
+      domain: DOMAIN,
+      code: CODE,
+    });
+    expect((await watch.rest()).at(-1)?.data?.domainDnsCheck.matches).toBe(true);
     // The rate limit, past its points.
     let status = 0;
     for (let i = 0; i < 40 && status !== 429; i++)
@@ -131,6 +146,7 @@ describe('the dashboard and the alerts, against what the facade exports', () => 
       /graphql_errors_total\{[^}]*code="UPSTREAM_ERROR"/,
       /cache_lookups_total\{[^}]*result="hit"/,
       /redis_commands_missed_total\{/,
+      /graphql_subscriptions_ended_total\{[^}]*reason="matched"/,
     ])
       expect(text).toMatch(shown);
     const exported = exportedSeries(text);
