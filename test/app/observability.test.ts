@@ -150,7 +150,8 @@ describe('promtool', () => {
     expect(check.status, check.output).toBe(0);
   });
 
-  it.skipIf(!hasPromtool)("passes the rules' unit tests", () => {
+  // Hours of series evaluated minute by minute: seconds of CPU, more on a loaded machine.
+  it.skipIf(!hasPromtool)("passes the rules' unit tests", { timeout: 90_000 }, () => {
     const run = promtool('test', 'rules', RULE_TESTS);
     expect(run.status, run.output).toBe(0);
   });
