@@ -333,4 +333,65 @@ describe('federation', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
+
+  it('serves the supergraph it writes with `npm run supergraph -- --serve`', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'supergraph-'));
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'scripts/supergraph.ts',
+        '--serve',
+        '--port',
+        '0',
+        '--out',
+        join(dir, 'supergraph.graphql'),
+        '--facade-url',
+        facade.url,
+        '--catalog-url',
+        catalog.url,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | string | null>((resolve) =>
+      child.on('exit', (code, signal) => resolve(code ?? signal)),
+    );
+    try {
+      await expect
+        .poll(() => /serving the supergraph at (\S+)/.exec(stdout)?.[1], { timeout: 20_000 })
+        .toMatch(/^http:\/\/127\.0\.0\.1:\d+\/graphql$/);
+      const url = /serving the supergraph at (\S+)/.exec(stdout)?.[1] ?? '';
+      const { answer, seen } = await upstreamSeen(
+        url,
+        '{ repositories(limit: 2) { total items { id owner { name } } } teams { name } }',
+      );
+      expect(answer.errors, stderr).toBeUndefined();
+      const data = answer.data as {
+        repositories: { items: Array<{ id: string; owner: { name: string } }> };
+      };
+      for (const item of data.repositories.items)
+        expect(item.owner.name).toBe(ownerOf(item.id).name);
+      // What the facade needs from a gateway reached it, and the upstream.
+      expect(seen).toEqual([
+        expect.objectContaining({
+          authorization: HEADERS.authorization,
+          requestId: HEADERS['x-request-id'],
+        }),
+      ]);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
 });
