@@ -48,9 +48,22 @@ async function getByHash(app: App, hash: string) {
 const codeOf = (body: Body) => body.errors?.[0]?.extensions?.code;
 
 // APQ's key space in Redis (src/security/use-apq.ts).
-const DOCUMENTS = 'graphql-facade:{apq}:documents';
-const USED = 'graphql-facade:{apq}:used';
-const BYTES = 'graphql-facade:{apq}:bytes';
+// APQ's key space: one key per document, and its index.
+const DOCUMENT = (hash: string) => `graphql-facade:{apq}:document:${hash}`;
+const EXPIRY = 'graphql-facade:{apq}:index:expiry';
+const BYTES = 'graphql-facade:{apq}:index:bytes';
+const SIZES = 'graphql-facade:{apq}:index:sizes';
+
+/** The hashes of the documents Redis holds. */
+async function storedHashes(redis: Redis): Promise<string[]> {
+  return (await redis.keys(DOCUMENT('*'))).map((key) => key.slice(DOCUMENT('').length));
+}
+
+/** Empties APQ's key space, and nothing else. */
+async function clearApq(redis: Redis): Promise<void> {
+  const keys = await redis.keys('graphql-facade:{apq}:*');
+  if (keys.length > 0) await redis.del(...keys);
+}
 
 describe('APQ documents in Redis, shared by two replicas', () => {
   it.runIf(!hasRedis && process.env.CI === 'true')('needs redis-server in CI', () => {
@@ -97,8 +110,8 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       expect(status).toBe(200);
       expect(body.errors).toBeUndefined();
       expect(body.data?.repositories).toMatchObject({ total: expect.any(Number) });
-      expect(await redis.hget(DOCUMENTS, hash)).toBe(first);
-      for (const key of [DOCUMENTS, USED, BYTES]) {
+      expect(await redis.get(DOCUMENT(hash))).toBe(first);
+      for (const key of [DOCUMENT(hash), EXPIRY, BYTES, SIZES]) {
         const ttl = await redis.ttl(key);
         expect(ttl).toBeGreaterThan(0);
         expect(ttl).toBeLessThanOrEqual(120);
@@ -110,7 +123,7 @@ describe('APQ documents in Redis, shared by two replicas', () => {
       const { status, body } = await post(a, { query: second, extensions: apq(wrong) });
       expect(status).toBe(400);
       expect(codeOf(body)).toBe('BAD_USER_INPUT');
-      expect(await redis.hexists(DOCUMENTS, wrong)).toBe(0);
+      expect(await redis.exists(DOCUMENT(wrong))).toBe(0);
     });
 
     it('shares documents with a facade process started with REDIS_URL', async () => {
@@ -240,8 +253,7 @@ describe('APQ in Redis beside the rate limit', () => {
         const { body } = await post(app, { query: text, extensions: apq(sha256(text)) });
         expect(body.errors).toBeUndefined();
       };
-      const stored = async (i: number) =>
-        (await redis.hexists(DOCUMENTS, sha256(document(i)))) === 1;
+      const stored = async (i: number) => (await redis.exists(DOCUMENT(sha256(document(i))))) === 1;
 
       // Fifteen fit in the bound; the sixteenth evicts the least recently used.
       for (let i = 0; i < 15; i++) await register(a, i);
@@ -262,10 +274,10 @@ describe('APQ in Redis beside the rate limit', () => {
       const total = Number(await redis.get(BYTES));
       expect(total).toBeLessThanOrEqual(maxBytes);
       expect(total).toBeGreaterThan(maxBytes - 2 * 16 * 1024);
-      const hashes = await redis.hkeys(DOCUMENTS);
-      expect(await redis.zcard(USED)).toBe(hashes.length);
+      const hashes = await storedHashes(redis);
+      expect(await redis.zcard(EXPIRY)).toBe(hashes.length);
       let texts = 0;
-      for (const hash of hashes) texts += (await redis.hstrlen(DOCUMENTS, hash)) + hash.length;
+      for (const hash of hashes) texts += (await redis.strlen(DOCUMENT(hash))) + hash.length;
       expect(total).toBeGreaterThan(texts);
       expect(await redis.get(budget.key)).toBe(budget.points);
     });
@@ -286,7 +298,7 @@ describe('APQ in Redis beside the rate limit', () => {
           memoryBytes: 0,
         });
         await store.set(sha256('{ warm }'), '{ warm }');
-        await redis.del(DOCUMENTS, USED, BYTES);
+        await clearApq(redis);
         const before = await usedMemory(redis);
         for (let i = 0; i < count; i += 250) {
           const batch: Array<void | Promise<void>> = [];
@@ -299,14 +311,14 @@ describe('APQ in Redis beside the rate limit', () => {
         const grown = (await usedMemory(redis)) - before;
         expect(grown).toBeGreaterThan(bound / 1.5);
         expect(grown).toBeLessThan(bound * 1.5);
-        await redis.del(DOCUMENTS, USED, BYTES);
+        await clearApq(redis);
       },
       60_000,
     );
 
     it('stops counting a document once it has expired, and no longer answers with it', async () => {
       const store = createRedisApqStore(connection, { ttlS: 1, maxBytes, memoryBytes: 0 });
-      await redis.del(DOCUMENTS, USED, BYTES);
+      await clearApq(redis);
       const documents = ['{ a }', '{ bb }', '{ ccc }'];
       const [first, second, third] = documents.map((text) => sha256(text)) as [
         string,
@@ -323,7 +335,7 @@ describe('APQ in Redis beside the rate limit', () => {
       expect(await store.get(second)).toBe('{ bb }');
       await store.set(third, '{ ccc }');
       expect(Number(await redis.get(BYTES))).toBe(cost + 1 + cost + 2);
-      expect((await redis.hkeys(DOCUMENTS)).sort()).toEqual([second, third].sort());
+      expect((await storedHashes(redis)).sort()).toEqual([second, third].sort());
     });
   });
 });

@@ -72,6 +72,8 @@ describe('a Redis that stops answering, under a facade process', () => {
       expect((await post(facade.url, TYPENAME)).status).toBe(200);
       expect(await readiness()).toEqual({ status: 200, body: { ready: true, redis: 'available' } });
 
+      // A loaded machine may have missed the deadline before: only what follows the pause counts.
+      const before = facade.lines.length;
       redisProcess?.kill('SIGSTOP');
       try {
         const times: number[] = [];
@@ -93,7 +95,9 @@ describe('a Redis that stops answering, under a facade process', () => {
         expect(metrics).toMatch(/^redis_commands_missed_total\{reason="timeout"\} [1-9]/m);
         expect(metrics).toMatch(/^redis_commands_missed_total\{reason="skipped"\} [1-9]/m);
         expect(
-          facade.lines.filter((line) => /^Redis at .* not answering/.test(String(line.msg))),
+          facade.lines
+            .slice(before)
+            .filter((line) => /^Redis at .* not answering/.test(String(line.msg))),
         ).toHaveLength(1);
       } finally {
         redisProcess?.kill('SIGCONT');
@@ -166,7 +170,7 @@ describe('a Redis that stops answering, under each user of Redis', () => {
       });
       const register = await postBody(app, { query: document, extensions: apq(hash) });
       expect(register.errors).toBeUndefined();
-      await expect.poll(() => look.hexists('graphql-facade:{apq}:documents', hash)).toBe(1);
+      await expect.poll(() => look.exists(`graphql-facade:{apq}:document:${hash}`)).toBe(1);
 
       redisProcess?.kill('SIGSTOP');
       try {

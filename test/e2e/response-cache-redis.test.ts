@@ -101,7 +101,7 @@ describe('response cache in Redis', () => {
         'graphql-facade:{response}:index:sizes',
         'graphql-facade:{response}:index:expiry',
         'graphql-facade:{response}:index:bytes',
-        'graphql-facade:{response}:index:sessions',
+        'graphql-facade:{response}:index:owners',
         ...kept,
       ])
         expect(await look.pttl(key)).toBeGreaterThan(0);
