@@ -24,6 +24,7 @@ import { corsOptions, createOriginMatcher, useCsrfPrevention } from './http/use-
 import { useGraphiQL } from './http/use-graphiql.js';
 import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
+import { useMultipartSubscriptions } from './http/use-multipart-subscriptions.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
 import { useNoSniff } from './http/use-nosniff.js';
 import { useReadiness } from './http/use-readiness.js';
@@ -217,6 +218,7 @@ function createPipeline(app: AppParts): Stage[] {
     stage('limits', useLimits(config)),
     stage('operationTypes', useOperationTypes()),
     stage('incrementalDelivery', useIncrementalDelivery()),
+    stage('multipartSubscriptions', useMultipartSubscriptions()),
     // Before execution: list lengths before the cost coerces the variables.
     stage('listLimits', useListLimits()),
     stage('cost', useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize })),

@@ -40,6 +40,8 @@ export interface RequestState {
   upstreamCalls: Array<readonly CompletedCall[]> | undefined;
   /** What the facade's own rate limit counted, for its RateLimit headers. */
   rateLimit: RateLimitState | undefined;
+  /** The operation is a subscription: its stream is answered as the client's protocol asks. */
+  subscription: boolean;
 }
 
 /** A budget's state after this request took from it. */
@@ -93,6 +95,7 @@ export function requestState(carrier: RequestStateCarrier): RequestState {
     staleAge: undefined,
     upstreamCalls: undefined,
     rateLimit: undefined,
+    subscription: false,
   };
   return carrier.requestState;
 }
