@@ -1,6 +1,7 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
 import { createRangeCache, type RangeCache } from './cache/ranges.js';
+import type { SharedRanges } from './cache/ranges-redis.js';
 import { createRefreshes, type Refreshes } from './cache/refresh.js';
 import { createMemoryResponseStore, type ResponseStore } from './cache/response-store.js';
 import { useCacheControl } from './cache/use-cache-control.js';
@@ -72,6 +73,8 @@ export interface AppDeps {
   tracing?: Tracing | undefined;
   /** The list ranges kept per caller; default: in memory, with the response cache and its bound. */
   rangeCache?: RangeCache | undefined;
+  /** The kept ranges' tier every process shares (Redis), behind `rangeCache`; default: none. */
+  sharedRanges?: SharedRanges | undefined;
   /** Background refreshes of kept ranges (stale-while-revalidate). */
   refreshes?: Refreshes | undefined;
   /** Default: built from `config`. */
@@ -229,7 +232,7 @@ function createPipeline(app: AppParts): Stage[] {
       useUpstreamCalls({ production: config.production, debugToken: config.debugToken }),
     ),
     stage('upstreamHeaders', useUpstreamHeaders()),
-    stage('rangeCache', app.rangeCache && useRangeCache(app.rangeCache)),
+    stage('rangeCache', app.rangeCache && useRangeCache(app.rangeCache, app.sharedRanges)),
     // After `jit`: a traced request runs over a traced copy of the schema, replacing its executor.
     stage('federatedTracing', config.federatedTracing && useFederatedTracing()),
     stage('tracing', app.tracing && useTracing(app.tracing, PATHS.graphql)),
@@ -264,6 +267,7 @@ export function createApp(deps: AppDeps) {
       metrics: app.metrics,
       tracer: app.tracing?.tracer,
       ranges: app.rangeCache,
+      sharedRanges: app.sharedRanges,
       refreshes: app.refreshes,
       credentials: app.credentials,
       watching: {

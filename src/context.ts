@@ -5,6 +5,7 @@ import type { YogaInitialContext } from 'graphql-yoga';
 import { createInFlight } from './cache/join.js';
 import type { CachePolicy } from './cache/policy.js';
 import type { RangeCache, Stale } from './cache/ranges.js';
+import type { SharedRanges } from './cache/ranges-redis.js';
 import type { Refreshes } from './cache/refresh.js';
 import type { Config } from './config/load.js';
 import type { CredentialPolicy } from './credentials.js';
@@ -84,6 +85,8 @@ interface ContextDeps {
   refreshes?: Refreshes | undefined;
   /** None: every range is fetched. */
   ranges?: RangeCache | undefined;
+  /** None: each process keeps its own ranges. */
+  sharedRanges?: SharedRanges | undefined;
   watching: WatchingDeps;
 }
 
@@ -127,6 +130,7 @@ export function createContextFactory({
   tracer,
   refreshes,
   ranges,
+  sharedRanges,
   watching,
 }: ContextDeps) {
   const txtResolver = createTxtResolver(config.dns, tracer);
@@ -182,6 +186,9 @@ export function createContextFactory({
         pageCap,
         ranges,
         refreshes,
+        shared: sharedRanges,
+        // A refresh's calls end within the upstream's deadline: past it, another process may try.
+        refreshLeaseMs: config.upstream.timeoutMs,
         onLookup,
         onCachedRange: (hit, fields) =>
           cachedRanges.push({ policy: hit.policy, fields, stale: hit.stale }),

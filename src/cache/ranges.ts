@@ -18,7 +18,7 @@ import { aged, type CachePolicy, staleWindow, strictestOf } from './policy.js';
 
 // The repository list's fetched ranges, kept per caller: docs/caching.md#ranges.
 
-type CallerInputs = Pick<CallContext, 'authorization' | 'caller' | 'forwarded'>;
+export type CallerInputs = Pick<CallContext, 'authorization' | 'caller' | 'forwarded'>;
 
 export interface CachedRange {
   covering: RepositoryList;
@@ -55,6 +55,8 @@ interface List {
   /** The kept range that lasts longest, for a range of no items (it needs only `total`). */
   latest: { policy: CachePolicy; since: number };
   bytes: number;
+  /** The caller's mark in the shared tier when this was kept: another one means a mutation since. */
+  mark: string | undefined;
 }
 
 // Count every field the records hold (docs/caching.md#bounds): a segment's record, end and since,
@@ -176,7 +178,8 @@ function cachedRange(covering: RepositoryList, parts: ReadonlyArray<CachePolicy 
   return { covering, policy: policy as CachePolicy, stale };
 }
 
-const listKey = (call: CallerInputs) =>
+/** What a caller's ranges are kept under: the key of the list's calls but offset and limit. */
+export const listKey = (call: CallerInputs) =>
   joinKey(listRepositories, { limit: undefined, offset: undefined }, call);
 
 const expiry = ({ policy, since }: List['latest']) =>
@@ -257,20 +260,21 @@ export class RangeCache {
     start: number,
     policy: CachePolicy | undefined,
     since: number,
+    mark?: string | undefined,
   ): void {
     if (!policy || policy.maxAge + staleWindow(policy) <= 0 || this.#share <= 0) return;
     const key = listKey(call);
     if (!this.#evictions.allows(key, since)) return;
     const segment = segmentOf(covering, start, policy, since);
-    const empty = LIST_BYTES + stringBytes(key);
+    const empty = LIST_BYTES + stringBytes(key) + (mark ? stringBytes(mark) : 0);
     if (segment && empty + segment.bytes > this.#share) return;
     const { total } = covering;
     const kept = this.#lists.get(key);
     // A range of another `total` replaces every other: the list changed.
     const list: List =
-      kept?.total === total
+      kept?.total === total && (mark === undefined || kept.mark === mark)
         ? kept
-        : { total, segments: [], order: new Set(), latest: { policy, since }, bytes: empty };
+        : { total, segments: [], order: new Set(), latest: { policy, since }, bytes: empty, mark };
     if (expiry({ policy, since }) > expiry(list.latest)) list.latest = { policy, since };
     if (segment) insert(list, segment);
     for (const oldest of list.order) {
@@ -278,6 +282,16 @@ export class RangeCache {
       remove(list, firstAbove(list.segments, oldest.start, starts) - 1);
     }
     this.#resize(key, list);
+  }
+
+  /**
+   * Forgets the caller's ranges when they were kept under another mark than the shared tier's
+   * now: the caller's mutation, in another process, since they were kept.
+   */
+  markSeen(call: CallerInputs, mark: string): void {
+    const key = listKey(call);
+    const list = this.#lists.get(key);
+    if (list && list.mark !== mark) this.#lists.delete(key);
   }
 
   /** Forgets every range kept for this caller (after its mutation). */

@@ -4,10 +4,15 @@
 export interface Refreshes {
   /**
    * Runs `refresh` in the background unless one for `key` is already running. It gets a signal
-   * of its own, aborted by `drain`, and its failure is only counted: nobody waits for it. False
-   * when it was not started.
+   * of its own, aborted by `drain`, and its failure is only counted: nobody waits for it; one
+   * that resolves 'skipped' (another process refreshes) is not counted. False when it was not
+   * started.
    */
-  start(key: string, route: string, refresh: (signal: AbortSignal) => Promise<void>): boolean;
+  start(
+    key: string,
+    route: string,
+    refresh: (signal: AbortSignal) => Promise<unknown>,
+  ): boolean;
   /** Resolves once every refresh has ended; those still running after `graceMs` are aborted. */
   drain(graceMs: number): Promise<void>;
   readonly running: number;
@@ -29,7 +34,9 @@ export function createRefreshes(options: RefreshOptions = {}): Refreshes {
       if (draining || running.has(key)) return false;
       const controller = new AbortController();
       const done = refresh(controller.signal).then(
-        () => options.onEnd?.(route, 'ok'),
+        (outcome) => {
+          if (outcome !== 'skipped') options.onEnd?.(route, 'ok');
+        },
         () => options.onEnd?.(route, 'failed'),
       );
       running.set(key, { done, controller });

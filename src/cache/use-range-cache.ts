@@ -3,6 +3,7 @@ import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
 import { listRepositories } from '../upstream/endpoints.js';
 import type { RangeCache } from './ranges.js';
+import type { SharedRanges } from './ranges-redis.js';
 
 /** `extensions.upstreamCalls` with the ranges answered from what was kept, when it is shown. */
 function withRanges<T extends ExecutionResult>(
@@ -30,18 +31,26 @@ function withRanges<T extends ExecutionResult>(
 }
 
 /**
- * A mutation, once it has run, forgets its caller's ranges; where the upstream calls are shown,
- * so are the ranges answered with none (docs/caching.md#ranges). After the upstreamCalls stage.
+ * A mutation, once it has run, forgets its caller's ranges, in every process before it answers
+ * when they are shared; where the upstream calls are shown, so are the ranges answered with none
+ * (docs/caching.md#ranges). After the upstreamCalls stage.
  */
-export function useRangeCache(ranges: RangeCache): Plugin<Context, ServerContext> {
+export function useRangeCache(
+  ranges: RangeCache,
+  shared?: SharedRanges | undefined,
+): Plugin<Context, ServerContext> {
   return {
     onExecute({ args }) {
       const context = args.contextValue;
       const mutation = getOperationAST(args.document, args.operationName)?.operation === 'mutation';
       if (!mutation && !context.call?.showCalls) return;
       return {
-        onExecuteDone: ({ result }) => {
-          if (mutation) ranges.evictCaller(context.call);
+        onExecuteDone: async ({ result }) => {
+          if (mutation) {
+            ranges.evictCaller(context.call);
+            // Within Redis's deadline: a Redis away leaves the other processes' to expire.
+            await shared?.evictCaller(context.call).catch(() => {});
+          }
           if (!context.call?.showCalls || !isAsyncIterable(result)) return;
           // An answer in parts shows them on its last part, beside its calls.
           return {

@@ -356,6 +356,11 @@ export const settingsSchema = z.object({
       default: '`67108864` (64 MiB)',
       accepted: '0–4294967296 (0: nothing kept in Redis)',
     }),
+    rangeRedisBytes: caching('RANGE_CACHE_REDIS_BYTES', int(0, 4096 * MiB).default(16 * MiB), {
+      doc: "with `REDIS_URL`: the bound of the repository list's kept ranges in Redis, shared by every worker and replica, counted as `RESPONSE_CACHE_REDIS_BYTES` counts answers (with the marks of the callers' recent mutations); past it the ranges soonest to expire are evicted, and one caller keeps at most an eighth of it (at least 1 MiB). Each range also expires with its own max-age and stale windows ([caching](caching.md#ranges))",
+      default: '`16777216` (16 MiB)',
+      accepted: '0–4294967296 (0: nothing kept in Redis)',
+    }),
   }),
 
   logLevel: operations('LOG_LEVEL', z.enum(LOG_LEVELS).default('info'), {

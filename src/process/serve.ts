@@ -6,6 +6,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from '../app.js';
 import { createRedisResponseStore } from '../cache/redis-store.js';
+import { createRedisRanges } from '../cache/ranges-redis.js';
 import { createRefreshes } from '../cache/refresh.js';
 import { type Config, ConfigError, loadConfig } from '../config/load.js';
 import { createCredentialPolicy } from '../credentials.js';
@@ -252,6 +253,10 @@ function createStores(config: Config, redis: RedisConnection | undefined) {
             redisBytes: responseCache.redisBytes,
             memoryBytes: responseCache.maxBytes,
           })
+        : undefined,
+    sharedRanges:
+      redis && responseCache.enabled && responseCache.rangeRedisBytes > 0
+        ? createRedisRanges(redis, { redisBytes: responseCache.rangeRedisBytes })
         : undefined,
   };
 }

@@ -1,7 +1,8 @@
 import DataLoader from 'dataloader';
 import { type InFlight, joinKey } from '../cache/join.js';
-import { readsPolicy } from '../cache/policy.js';
+import { type CachePolicy, readsPolicy } from '../cache/policy.js';
 import type { CachedRange, RangeCache } from '../cache/ranges.js';
+import type { SharedRanges } from '../cache/ranges-redis.js';
 import type { Refreshes } from '../cache/refresh.js';
 import { UpstreamBudgetError, UpstreamError } from '../errors.js';
 import type { CacheLookup } from '../telemetry/metrics.js';
@@ -29,6 +30,10 @@ export interface LoaderOptions {
   onCachedRange?: ((hit: CachedRange, fields: readonly string[] | undefined) => void) | undefined;
   /** None: a stale range is never refreshed. */
   refreshes?: Refreshes | undefined;
+  /** The kept ranges' tier in Redis, behind `ranges`; none: each process keeps its own. */
+  shared?: SharedRanges | undefined;
+  /** How long one process may refresh a range before another may (the shared tier's lease). */
+  refreshLeaseMs?: number | undefined;
   onLookup?: ((route: string, result: CacheLookup) => void) | undefined;
 }
 
@@ -96,6 +101,8 @@ interface Unit {
 /** One batch of pages: merged into covering ranges, answered from kept ranges or calls. */
 class PageBatch {
   readonly #results: Array<RepositoryList | Error>;
+  /** The caller's mark in the shared tier when the batch began: its keeps are refused past another. */
+  #mark: string | undefined;
   /** A call that brought `total`, for the pages of no items: any call of the batch will do. */
   #brought: { list: RepositoryList; sentOffset: boolean } | undefined;
 
@@ -114,6 +121,8 @@ class PageBatch {
     const { call, options } = this;
     const { direct, ranges, totalsOnly } = planRanges(this.keys, options.maxCoalescedRange);
     const kept = options.ranges;
+    if (kept && options.shared && ranges.length > 0)
+      await this.#readShared(kept, options.shared, ranges);
     const stale: Range[] = [];
     // A range kept ranges cover answers with no call (docs/caching.md#ranges, #stale-answers).
     const fetched = kept
@@ -140,10 +149,51 @@ class PageBatch {
     ].sort((a, b) => Math.min(...a.keys) - Math.min(...b.keys));
     // The request's own pages reserve first: a refresh takes only what they leave of the budget.
     await this.#runUnits(units, () => {
-      for (const range of stale) if (kept) this.#refresh(range, kept);
+      for (const range of stale) this.#refresh(range);
     });
     this.#answerTotalsOnly(totalsOnly);
     return this.#results;
+  }
+
+  /**
+   * Brings into memory what the shared tier holds of the ranges memory lacks or holds stale, and
+   * forgets what memory kept of the caller before a mutation elsewhere. A Redis past its deadline
+   * leaves memory alone.
+   */
+  async #readShared(kept: RangeCache, shared: SharedRanges, ranges: readonly Range[]) {
+    const { call } = this;
+    const wanted = ranges.filter((range) => {
+      if (range.start >= range.end) return false;
+      const hit = kept.lookup(call, range.start, range.end, 'stale-while-revalidate');
+      return !hit || hit.stale !== undefined;
+    });
+    const read = await shared.read(call, wanted).catch(() => undefined);
+    if (!read) return;
+    this.#mark = read.mark;
+    kept.markSeen(call, read.mark);
+    // Oldest first: where two overlap, the later one wins, as in memory.
+    for (const range of read.ranges.sort((a, b) => a.since - b.since))
+      kept.keep(call, range.covering, range.start, range.policy, range.since, read.mark);
+  }
+
+  /** Keeps a fetched range in memory, and for every process in the shared tier. */
+  #keep(covering: RepositoryList, start: number, policy: CachePolicy, since: number): void {
+    const { call, options } = this;
+    const mark = this.#mark;
+    options.ranges?.keep(call, covering, start, policy, since, mark);
+    // Without a mark read, a mutation elsewhere could not be told from none.
+    if (mark === undefined) return;
+    void options.shared?.keep({ call, covering, start, policy, since, mark }).catch(() => false);
+  }
+
+  readonly #keeper: Keep = (covering, start, policy, since) =>
+    this.#keep(covering, start, policy, since);
+
+  /** Forgets the caller's ranges in memory and in the shared tier. */
+  #forget(): void {
+    const { call, options } = this;
+    options.ranges?.evictCaller(call);
+    void options.shared?.evictCaller(call).catch(() => {});
   }
 
   #fieldsOf(indexes: readonly number[]): string[] {
@@ -178,9 +228,9 @@ class PageBatch {
       range,
       this.#ends(range),
       options.pageCap,
-      kept,
+      kept ? this.#keeper : undefined,
     ).catch((failure: unknown) => ({ covering: undefined, failure: failure as Error }));
-    if (read.failure && kept && endsTheRight(read.failure)) kept.evictCaller(this.call);
+    if (read.failure && kept && endsTheRight(read.failure)) this.#forget();
     // Never after a 4xx: only an upstream fault answers from a kept range (stale-if-error).
     if (read.failure && kept && isUpstreamFault(read.failure)) {
       const hit = kept.lookup(this.call, range.start, range.end, 'stale-if-error');
@@ -272,7 +322,7 @@ class PageBatch {
    * starts only when the range's planned calls fit in what the request left, and never calls past
    * them but from that same budget. Neither the request's signal nor its log: it outlives both.
    */
-  #refresh(range: Range, kept: RangeCache): void {
+  #refresh(range: Range): void {
     const { client, call, options } = this;
     const refreshes = options.refreshes;
     if (!refreshes) return;
@@ -281,6 +331,7 @@ class PageBatch {
     if (call.budget && !reservation) return;
     const ends = this.#ends(range);
     const page = { limit: range.end - range.start, offset: range.start };
+    const { shared, refreshLeaseMs } = options;
     const started = refreshes.start(
       joinKey(listRepositories, page, call),
       ROUTE,
@@ -288,10 +339,22 @@ class PageBatch {
         const own: CallContext = { authorization, caller, forwarded, requestId, signal };
         if (reservation) own.budget = reservation;
         try {
-          const { failure } = await readRange(client, own, range, ends, options.pageCap, kept);
-          if (failure) throw failure;
+          // One process refreshes for the fleet; the others answer stale meanwhile. A Redis away
+          // leaves each process to refresh its own.
+          const lease = shared?.lease(call, range.start, range.end, refreshLeaseMs ?? 10_000);
+          const release = lease && (await lease.catch(() => () => Promise.resolve()));
+          if (lease && !release) return 'skipped';
+          try {
+            const keep = this.#keeper;
+            const { failure } = await readRange(client, own, range, ends, options.pageCap, keep);
+            if (failure) throw failure;
+          } finally {
+            // Once its range is kept (or failed): the next stale read may refresh again.
+            await release?.();
+          }
+          return 'refreshed';
         } catch (error) {
-          if (endsTheRight(error)) kept.evictCaller(call);
+          if (endsTheRight(error)) this.#forget();
           throw error;
         } finally {
           reservation?.release();
@@ -347,16 +410,19 @@ function planRanges(keys: readonly PageQuery[], maxCoalescedRange: number) {
   return { direct, ranges, totalsOnly };
 }
 
-/** Fetches a range and keeps it in `kept` under the strictest policy of its calls. */
+/** Keeps a fetched range for `policy`'s lifetimes counted from `since`. */
+type Keep = (covering: RepositoryList, start: number, policy: CachePolicy, since: number) => void;
+
+/** Fetches a range and keeps it under the strictest policy of its calls. */
 async function readRange(
   client: PageSource,
   call: CallContext,
   range: Range,
   ends: readonly number[],
   cap: PageCap,
-  kept: RangeCache | undefined,
+  keep: Keep | undefined,
 ): Promise<{ covering: RepositoryList; failure?: Error }> {
-  if (!kept) return fetchRange(client, call, range, ends, cap);
+  if (!keep) return fetchRange(client, call, range, ends, cap);
   let since = Date.now();
   const attempts: CompletedCall[] = [];
   const observed: CallContext = {
@@ -371,7 +437,7 @@ async function readRange(
   const read = await fetchRange(client, observed, range, ends, cap);
   if (!read.failure) {
     const reads = readsPolicy(attempts);
-    if (!reads.unpoliced) kept.keep(call, read.covering, range.start, reads.policy, since);
+    if (!reads.unpoliced && reads.policy) keep(read.covering, range.start, reads.policy, since);
   }
   return read;
 }
