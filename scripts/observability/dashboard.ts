@@ -6,6 +6,7 @@ import {
   GraphThresholdsStyleMode,
   LegendDisplayMode,
   LegendPlacement,
+  ReduceDataOptionsBuilder,
   SortOrder,
   TooltipDisplayMode,
   VisibilityMode,
@@ -429,21 +430,25 @@ const processPanels = (): PanelSpec[] => [
 ];
 
 function sloStat(title: string, description: string, expr: string, objective: number) {
-  return new StatBuilder()
-    .title(title)
-    .description(`${description}; the objective is ${percent(objective)}.`)
-    .datasource(DATASOURCE)
-    .unit('percentunit')
-    .decimals(3)
-    .span(12)
-    .height(6)
-    .thresholds(
-      new ThresholdsConfigBuilder().mode(ThresholdsMode.Absolute).steps([
-        { value: null, color: 'red' },
-        { value: objective, color: 'green' },
-      ]),
-    )
-    .withTarget(query([expr, title], 0));
+  return (
+    new StatBuilder()
+      .title(title)
+      .description(`${description}; the objective is ${percent(objective)}.`)
+      .datasource(DATASOURCE)
+      .unit('percentunit')
+      .decimals(3)
+      .span(12)
+      .height(6)
+      .thresholds(
+        new ThresholdsConfigBuilder().mode(ThresholdsMode.Absolute).steps([
+          { value: null, color: 'red' },
+          { value: objective, color: 'green' },
+        ]),
+      )
+      .reduceOptions(new ReduceDataOptionsBuilder().calcs(['lastNotNull']))
+      // One value over the whole window: an instant query, not a month of points.
+      .withTarget(query([expr, title], 0).instant())
+  );
 }
 
 /** The objectives over their window, for the namespace: what the budget alerts protect. */
@@ -456,7 +461,8 @@ function objectives() {
     sloStat(
       `Availability, ${AVAILABILITY.windowDays} days`,
       'Operations answered without a server-side error (the upstream and internal classes)',
-      `1 - sum (increase(graphql_errors_total{${ns}, code=~"${server}"}${window}))\n/\n${operations}`,
+      // No server-side error at all is no series: count it as none rather than show no data.
+      `1 - (sum (increase(graphql_errors_total{${ns}, code=~"${server}"}${window})) or vector(0))\n/\n${operations}`,
       AVAILABILITY.objective,
     ),
     sloStat(

@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { type RuleGroup, ruleGroups, runbookUrl } from '../../scripts/observability/alerts.js';
 import {
   AVAILABILITY,
@@ -12,6 +14,7 @@ import {
   RUNBOOK,
 } from '../../scripts/observability/objectives.js';
 import { generatedFiles, generatedPath } from '../../scripts/observability.js';
+import { dashboardExpressions } from '../helpers/promql.js';
 
 /**
  * Whether Debian's `promtool` (package `prometheus`) is on PATH. Without it the promtool checks
@@ -142,6 +145,26 @@ describe('the dashboard and the alert rules', () => {
 describe('promtool', () => {
   it.runIf(!hasPromtool && process.env.CI === 'true')('is installed in CI', () => {
     expect.fail('promtool is not installed: .ci/run installs Debian\'s "prometheus"');
+  });
+
+  it.skipIf(!hasPromtool)("accepts every dashboard query as Prometheus's own PromQL", () => {
+    // As recording rules, the one form in which promtool parses an expression without a server.
+    const rules = dashboardExpressions(generatedPath('deploy/grafana/facade-dashboard.json')).map(
+      ({ expr }, index) => ({
+        record: `dashboard:query_${index}`,
+        expr: expr.replace(/\$__(rate_)?interval/g, '5m'),
+      }),
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'dashboard-'));
+    try {
+      const file = join(dir, 'queries.yaml');
+      writeFileSync(file, stringify({ groups: [{ name: 'dashboard', rules }] }));
+      const check = promtool('check', 'rules', file);
+      expect(check.status, check.output).toBe(0);
+      expect(check.output).toContain(`${rules.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it.skipIf(!hasPromtool)('checks the rule file', () => {
