@@ -1,5 +1,6 @@
-import { useGraphQlJit } from '@envelop/graphql-jit';
+import { type JITCache, useGraphQlJit } from '@envelop/graphql-jit';
 import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
+import { createDocumentCaches, type DocumentCaches } from './cache/documents.js';
 import { createRangeCache, type RangeCache } from './cache/ranges.js';
 import type { SharedRanges } from './cache/ranges-redis.js';
 import { createRefreshes, type Refreshes } from './cache/refresh.js';
@@ -25,8 +26,8 @@ import { corsOptions, createOriginMatcher, useCsrfPrevention } from './http/use-
 import { useGraphiQL } from './http/use-graphiql.js';
 import { useIncrementalDelivery } from './http/use-incremental-delivery.js';
 import { useMediaType } from './http/use-media-type.js';
-import { useMultipartSubscriptions } from './http/use-multipart-subscriptions.js';
 import { type MetricsSource, registrySource, useMetrics } from './http/use-metrics.js';
+import { useMultipartSubscriptions } from './http/use-multipart-subscriptions.js';
 import { useNoSniff } from './http/use-nosniff.js';
 import { useReadiness } from './http/use-readiness.js';
 import { useUpstreamHeaders } from './http/use-upstream-headers.js';
@@ -38,8 +39,8 @@ import { useLimits } from './security/use-limits.js';
 import { useListLimits } from './security/use-list-limits.js';
 import { useOperationTypes } from './security/use-operation-types.js';
 import { clientKeys, type RateLimiter, useRateLimit } from './security/use-rate-limit.js';
-import { createSubscriptions, type Subscriptions } from './subscriptions.js';
 import { useTrustedDocuments } from './security/use-trusted-documents.js';
+import { createSubscriptions, type Subscriptions } from './subscriptions.js';
 import { type Logger, silentLogger, yogaLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import type { Tracing } from './telemetry/tracing.js';
@@ -83,6 +84,8 @@ export interface AppDeps {
   subscriptions?: Subscriptions | undefined;
   /** Where the fleet shares its watched names (Redis); default: each process looks up alone. */
   dnsWatchStore?: DnsWatchStore | undefined;
+  /** Parsed documents, their errors and compiled queries; default: bounded by DOCUMENT_CACHE_BYTES. */
+  documentCaches?: DocumentCaches | undefined;
 }
 
 /** AppDeps with its defaults filled in, built once for the pipeline and the context alike. */
@@ -91,6 +94,7 @@ type AppParts = AppDeps &
     credentials: CredentialPolicy;
     metricsSource: MetricsSource | null;
     subscriptions: Subscriptions;
+    documentCaches: DocumentCaches;
   };
 
 function withDefaults(deps: AppDeps): AppParts {
@@ -111,6 +115,7 @@ function withDefaults(deps: AppDeps): AppParts {
     subscriptions:
       deps.subscriptions ??
       createSubscriptions({ limits: config.subscriptions, metrics, logger: deps.logger }),
+    documentCaches: deps.documentCaches ?? createDocumentCaches(config.limits.documentCacheBytes),
     rangeCache:
       deps.rangeCache ??
       (config.responseCache.enabled ? createRangeCache(config.responseCache.maxBytes) : undefined),
@@ -144,7 +149,7 @@ function stage(name: string, plugins: AppPlugin | AppPlugin[] | false | null | u
  * of several operations, which @envelop/graphql-jit would answer with the first one it compiled,
  * and subscriptions, whose field's `subscribe` graphql-jit hands the variables instead of its arguments.
  */
-function useJit(): Plugin {
+function useJit(cache: JITCache): Plugin {
   return useGraphQlJit(
     {},
     {
@@ -152,6 +157,7 @@ function useJit(): Plugin {
         !usesIncrementalDelivery(document) &&
         hasOneOperation(document) &&
         !hasSubscription(document),
+      cache,
     },
   ) as Plugin;
 }
@@ -222,10 +228,12 @@ function createPipeline(app: AppParts): Stage[] {
     stage('operationTypes', useOperationTypes()),
     stage('incrementalDelivery', useIncrementalDelivery()),
     stage('multipartSubscriptions', useMultipartSubscriptions()),
+    // After every stage that adds a validation rule: a result is kept for the rules it ran with.
+    stage('documentCache', app.documentCaches.plugin),
     // Before execution: list lengths before the cost coerces the variables.
     stage('listLimits', useListLimits()),
     stage('cost', useCost({ maxCost: config.limits.maxCost, maxPageSize: config.maxPageSize })),
-    stage('jit', useJit()),
+    stage('jit', useJit(app.documentCaches.compiled)),
     // After execution.
     stage(
       'upstreamCalls',
@@ -290,6 +298,8 @@ export function createApp(deps: AppDeps) {
     ...(config.persistedDocuments.documents ? { extraParamNames: [DOCUMENT_ID_PARAM] } : {}),
     // useBodySizeLimit caps the body: Yoga's cap streams every body through a transform.
     maxRequestBodySize: false,
+    // Bounded in bytes: Yoga's own caches count documents, whatever each holds.
+    parserAndValidationCache: app.documentCaches.yoga,
     plugins: createPipeline(app).flatMap((stage) => stage.plugins),
     // useGraphiQL serves the page, built once.
     graphiql: false,

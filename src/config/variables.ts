@@ -246,6 +246,11 @@ export const settingsSchema = z.object({
       doc: 'largest HTTP request body; more is HTTP 413',
       default: '`1048576` (1 MiB)',
     }),
+    documentCacheBytes: limits('DOCUMENT_CACHE_BYTES', int(0, 1024 * MiB).default(16 * MiB), {
+      doc: "documents kept in each process's memory once parsed, with their validation errors (or the error of one that fails to parse) and their compiled queries, bounded by what they hold in the heap, least recently used out first; a document repeated within it is neither parsed nor validated again ([caching](caching.md#bounds))",
+      default: '`16777216` (16 MiB)',
+      accepted: '0–1073741824 (0: nothing kept)',
+    }),
     batchingLimit: limits('BATCHING_LIMIT', int(0, 100).default(0), {
       doc: 'operations per batched (JSON array) request; `0` refuses batches',
     }),

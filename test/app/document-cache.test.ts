@@ -1,0 +1,78 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { type DocumentShape, SHAPES } from '../../bench/documents.js';
+import { createDocumentCaches } from '../../src/cache/documents.js';
+import { postGraphQL, useHarness } from '../helpers/harness.js';
+
+const MiB = 1024 * 1024;
+const make = (shape: string, n: number) => {
+  const found = SHAPES[shape];
+  if (!found) throw new Error(`no shape ${shape}`);
+  return found.make(n);
+};
+
+describe('the document caches (DOCUMENT_CACHE_BYTES)', () => {
+  it('hold about their bound in the heap once filled with the worst documents', async () => {
+    const setting = 8 * MiB;
+    // In a process of its own, where a forced collection measures the heap they hold.
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', 'bench/documents.ts', String(setting)],
+      { cwd: fileURLToPath(new URL('../..', import.meta.url)), timeout: 400_000 },
+    );
+    const shapes = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as DocumentShape);
+    expect(shapes.map(({ shape }) => shape)).toEqual(Object.keys(SHAPES));
+    const outside = shapes
+      .filter(
+        ({ heap, counted }) => heap > 1.5 * setting || heap < setting / 1.5 || counted > setting,
+      )
+      .map(({ shape, heap }) => `${shape}: ${(heap / setting).toFixed(2)} × the setting`);
+    expect(outside).toEqual([]);
+  }, 420_000);
+
+  describe('in an app', () => {
+    const setting = 2 * MiB;
+    const caches = createDocumentCaches(setting);
+    const h = useHarness({ config: { limits: { documentCacheBytes: setting } } });
+
+    it('count no more than their setting, whatever each document holds', async () => {
+      const app = h.createApp({ documentCaches: caches });
+      const counted: number[] = [];
+      for (const shape of Object.keys(SHAPES))
+        for (let n = 0; n < 4; n++) {
+          await postGraphQL(app, make(shape, n));
+          counted.push(caches.bytes());
+        }
+      expect(Math.max(...counted)).toBeLessThanOrEqual(setting);
+      // Something was kept each time: each shape fits in the bound.
+      expect(Math.min(...counted)).toBeGreaterThan(0);
+    });
+
+    it('answer a repeated document as its first sending was answered', async () => {
+      const app = h.createApp({ documentCaches: createDocumentCaches(setting) });
+      for (const shape of Object.keys(SHAPES)) {
+        const document = make(shape, 1000);
+        const first = await postGraphQL(app, document);
+        const again = await postGraphQL(app, document);
+        expect({ shape, errors: again.errors }).toEqual({ shape, errors: first.errors });
+        expect(again.data).toEqual(first.data);
+      }
+    });
+
+    it('keep nothing at 0, and still answer', async () => {
+      const none = createDocumentCaches(0);
+      const app = h.createApp({ documentCaches: none });
+      const valid = make('valid, 2.4 KB of fields', 1);
+      for (let i = 0; i < 2; i++) {
+        const answer = await postGraphQL(app, valid);
+        expect(answer.data).toMatchObject({ repositories: { total: expect.any(Number) } });
+      }
+      expect([none.bytes(), none.entries()]).toEqual([0, 0]);
+    });
+  });
+});
