@@ -17,6 +17,8 @@
 // with and without their directive.
 // `npm run bench -- --bounds`: instead, bench/bounds.ts, the heap the in-memory caches hold once
 // filled, against RESPONSE_CACHE_BYTES, for docs/caching.md.
+// `npm run bench -- --fleet`: instead, bench/fleet.ts, three replicas on one Redis behind HAProxy:
+// upstream calls per page, an outage, a rolling restart and a Redis failover.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -25,6 +27,7 @@ import { freePort } from '../test/helpers/net.js';
 import { attribution } from './attribution.js';
 import { reportBounds } from './bounds.js';
 import { cacheComparison } from './cache.js';
+import { fleetScenarios } from './fleet.js';
 import { instructions } from './instructions.js';
 import {
   bases,
@@ -60,6 +63,7 @@ const WARM_UP_ONLY = process.argv.includes('--warm-up');
 const CACHE_ONLY = process.argv.includes('--cache');
 const BOUNDS = process.argv.includes('--bounds');
 const STALE = process.argv.includes('--stale');
+const FLEET = process.argv.includes('--fleet');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -223,6 +227,14 @@ async function main() {
     return;
   }
   build();
+  if (FLEET) {
+    const rows = await fleetScenarios();
+    writeFileSync(
+      new URL('./results-fleet.json', import.meta.url),
+      `${JSON.stringify({ date: new Date().toISOString(), node: serverNodeVersion, loadAverage: load1(), rows }, null, 2)}\n`,
+    );
+    return;
+  }
   const [sandboxPort, facadePort, floorPort, yogaPort] = [
     await freePort(),
     await freePort(),

@@ -32,8 +32,11 @@ export interface FleetOptions {
   sandboxEnv?: Record<string, string>;
   /** Every replica's settings beside the fleet's own (PORT, UPSTREAM_URL, REDIS_URL). */
   env?: Record<string, string>;
-  /** A Redis of the caller's (a Sentinel's URL, say); default: a redis-server of the fleet's. */
-  redisUrl?: string;
+  /**
+   * A Redis of the caller's (a Sentinel's URL, say), or null for replicas without one; default: a
+   * redis-server of the fleet's.
+   */
+  redisUrl?: string | null;
 }
 
 export interface Replica {
@@ -49,7 +52,7 @@ export interface Fleet {
   /** The load balancer's GraphQL endpoint. */
   readonly url: string;
   readonly sandboxUrl: string;
-  readonly redisUrl: string;
+  readonly redisUrl: string | undefined;
   readonly replicas: readonly Replica[];
   /** Restarts one replica as a rolling update does; resolves once the balancer sends it traffic. */
   restart(replica: Replica, options?: RestartOptions): Promise<void>;
@@ -238,8 +241,8 @@ async function assemble(
   children.push(sandbox.child);
   await untilAnswers(`${sandboxUrl}/__sandbox/counts`, sandbox);
 
-  let { redisUrl } = options;
-  if (!redisUrl) {
+  let redisUrl = options.redisUrl ?? undefined;
+  if (options.redisUrl === undefined) {
     const redis = await startRedis();
     ownRedis(redis.process);
     redisUrl = redis.url;
@@ -250,7 +253,7 @@ async function assemble(
     HOST: '127.0.0.1',
     PORT: String(port),
     UPSTREAM_URL: sandboxUrl,
-    REDIS_URL: redisUrl,
+    ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
     WORKERS: '1',
     LOG_LEVEL: 'warn',
     // Every request comes from the balancer's one address: a per-address limit would refuse the
@@ -366,6 +369,8 @@ export interface Answer {
 export interface Load {
   /** Ends the load (the requests in flight finish) and resolves with every answer. */
   stop(): Promise<Answer[]>;
+  /** Resolves with every answer once the load has reached its bound in count or time. */
+  readonly finished: Promise<Answer[]>;
   /** Answers so far. */
   readonly answers: readonly Answer[];
 }
@@ -441,6 +446,7 @@ export function startLoad(url: string, options: LoadOptions = {}): Load {
   const running = Promise.all(Array.from({ length: concurrency }, loop));
   return {
     answers,
+    finished: running.then(() => answers),
     async stop() {
       stopped = true;
       await running;
