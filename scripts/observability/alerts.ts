@@ -50,15 +50,19 @@ const BURN_RATES = {
 const codes = (codeClass: CodeClass) => CODE_CLASSES[codeClass].join('|');
 const round = (value: number) => Number(value.toFixed(6));
 
-/** Errors of a class per executed operation, over `window`, summed `by` these labels. */
+/**
+ * Errors of a class per executed operation, over `window`, summed `by` these labels; or, `by`
+ * none, a plain sum where no error at all counts as 0 (a chart's zero rather than no data).
+ */
 export function errorRatio(
   codeClass: CodeClass,
   window: string,
   { selector = FACADE, by = 'namespace' } = {},
 ): string {
   const sum = by ? `sum by (${by})` : 'sum';
+  const errors = `${sum} (rate(graphql_errors_total{${selector}, code=~"${codes(codeClass)}"}[${window}]))`;
   return [
-    `${sum} (rate(graphql_errors_total{${selector}, code=~"${codes(codeClass)}"}[${window}]))`,
+    by ? errors : `(${errors} or vector(0))`,
     `${sum} (rate(graphql_envelop_request_duration_count{${selector}}[${window}]))`,
   ].join('\n/\n');
 }
