@@ -400,6 +400,44 @@ describe('pickHeaders', () => {
   });
 });
 
+describe('pickHeaders, bounded', () => {
+  it('reads a Retry-After date whole, never split at its comma', () => {
+    const later = new Date(Date.now() + 90_000).toUTCString();
+    const picked = pickHeaders({ 'retry-after': [later] }, new Set(UPSTREAM_LIMIT_HEADERS));
+    expect(Number(picked?.['retry-after'])).toBeGreaterThanOrEqual(88);
+    expect(Number(picked?.['retry-after'])).toBeLessThanOrEqual(90);
+  });
+
+  it('keeps a list with an empty member as it came', () => {
+    expect(
+      pickHeaders({ 'ratelimit-remaining': ['5', ' '] }, new Set(UPSTREAM_LIMIT_HEADERS)),
+    ).toEqual({ 'ratelimit-remaining': '5,  ' });
+  });
+
+  it('keeps at most the bound of names even when more are listed', () => {
+    const listed = Array.from({ length: MAX_PASSED_BACK_NAMES + 6 }, (_, i) => `x-listed-${i}`);
+    const picked = pickHeaders(
+      Object.fromEntries(listed.map((name) => [name, '1'])),
+      new Set(listed),
+    );
+    expect(Object.keys(picked ?? {})).toEqual(listed.slice(0, MAX_PASSED_BACK_NAMES));
+  });
+});
+
+describe('strictestHeaders, values that do not read as numbers', () => {
+  it('lets a number take the place of one that is not, and never the other way', () => {
+    expect(
+      strictestHeaders([
+        [
+          attempt(1, { 'ratelimit-remaining': 'n/a', 'x-ratelimit-reset': '' }),
+          attempt(2, { 'ratelimit-remaining': '4', 'x-ratelimit-reset': '30' }),
+          attempt(3, { 'ratelimit-remaining': '', 'x-ratelimit-reset': 'soon' }),
+        ],
+      ]),
+    ).toEqual({ 'ratelimit-remaining': '4', 'x-ratelimit-reset': '30' });
+  });
+});
+
 describe('UPSTREAM_RESPONSE_HEADERS', () => {
   it('reads header names, lower-cased, each once', () => {
     expect(
