@@ -162,6 +162,19 @@ const traffic = (): PanelSpec[] => [
     ],
   },
   {
+    title: 'Operations by client',
+    description:
+      'Executed operations per second by the client that sent them (apollographql-client-name and -version; unknown when not sent).',
+    unit: 'reqps',
+    width: 24,
+    targets: [
+      [
+        `sum by (clientName, clientVersion) (rate(graphql_client_operations_total{${S}}[${RATE}]))`,
+        '{{clientName}} {{clientVersion}}',
+      ],
+    ],
+  },
+  {
     title: 'Operation latency',
     description: `p50, p95 and p99 of all operations, request to answer; the line is the latency objective (${LATENCY.objective * 100}% within ${LATENCY.seconds} s).`,
     unit: 's',
@@ -415,6 +428,14 @@ const processPanels = (): PanelSpec[] => [
     unit: 'percentunit',
     width: 8,
     targets: [[`sum by (pod) (rate(process_cpu_seconds_total{${S}}[${RATE}]))`, '{{pod}}']],
+  },
+  {
+    title: 'Versions running',
+    description: 'Pods by the facade version and Node they run: a rollout, as it goes.',
+    unit: 'short',
+    targets: [
+      [`count by (version, node) (facade_build_info{${S}})`, '{{version}} on Node {{node}}'],
+    ],
   },
   {
     title: 'Container restarts by pod',
