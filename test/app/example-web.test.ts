@@ -33,7 +33,7 @@ describe('the example frontend’s generated files (examples/web/src/gql)', () =
     const { documents } = loadConfig({ PERSISTED_DOCUMENTS: MANIFEST }).persistedDocuments;
     expect(
       [...(documents?.values() ?? [])]
-        .map((text) => /^(query|mutation) (\w+)/.exec(text)?.[2])
+        .map((text) => /^(query|mutation|subscription) (\w+)/.exec(text)?.[2])
         .sort(),
     ).toEqual([
       'CreateDomainVerification',
@@ -42,6 +42,7 @@ describe('the example frontend’s generated files (examples/web/src/gql)', () =
       'RepositoriesConnection',
       'RequestDevServer',
       'VerifyDomain',
+      'WatchDomainDns',
     ]);
   });
 });

@@ -28,7 +28,11 @@ describe('GraphiQL tabs', () => {
           : [],
       ),
     );
-    const rootFields = [schema.getQueryType(), schema.getMutationType()]
+    const rootFields = [
+      schema.getQueryType(),
+      schema.getMutationType(),
+      schema.getSubscriptionType(),
+    ]
       .flatMap((type) => Object.keys(type?.getFields() ?? {}))
       // Federation's, for a gateway.
       .filter((name) => !name.startsWith('_'));
@@ -38,10 +42,25 @@ describe('GraphiQL tabs', () => {
   });
 
   it('run as they open, with their variables left out', async () => {
-    live.dns.setTxt('_service_custom_hostname.example.com', ['svc-verify-abc123']);
+    // The subscription's default code is published, so its watch ends with its first event.
+    live.dns.setTxt('_service_custom_hostname.example.com', [
+      'svc-verify-abc123',
+      'svc-verify-example',
+    ]);
     for (const query of graphiqlTabs) {
-      const response = await live.h.gql(query);
-      expect(response.errors, query).toBeUndefined();
+      if (!/^subscription /m.test(query)) {
+        const response = await live.h.gql(query);
+        expect(response.errors, query).toBeUndefined();
+        continue;
+      }
+      // As GraphiQL runs a subscription: over server-sent events.
+      const response = await live.h.app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ query }),
+      });
+      const events = (await response.text()).match(/^data: \{.*$/gm) ?? [];
+      expect(events, query).toEqual([expect.stringContaining('"matches":true')]);
     }
   });
 });

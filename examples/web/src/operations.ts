@@ -76,6 +76,22 @@ export const DomainDnsCheckQuery = graphql(`
   }
 `);
 
+export const WatchDomainDnsSubscription = graphql(`
+  # Step 2, live: an event now and one at each change of the record, until it matches (the last
+  # event) or the watch ends ("Watch ended: ..." in error). Publish the code, then watch it arrive.
+  subscription WatchDomainDns(
+    $domain: String = "example.com"
+    $verificationCode: String = "svc-verify-example"
+  ) {
+    domainDnsCheck(domain: $domain, verificationCode: $verificationCode) {
+      host
+      values
+      matches
+      error
+    }
+  }
+`);
+
 export const VerifyDomainMutation = graphql(`
   # Step 3: ask the upstream to check the record. "Not yet" is verified: false with a message.
   mutation VerifyDomain($domain: String = "example.com") {

@@ -102,7 +102,7 @@ describe('the example frontend (examples/web) in Chromium, PERSISTED_DOCUMENTS_O
     await expect.poll(() => info.textContent()).toBe('Repositories 6–10 of 12');
   });
 
-  it('creates a domain verification and checks its DNS record', async () => {
+  it('creates a domain verification and watches its DNS record', async () => {
     await page.getByLabel('Domain').fill('shop.example.com');
     await page.getByRole('button', { name: 'Create verification' }).click();
     const verification = page.getByTestId('verification');
@@ -113,10 +113,14 @@ describe('the example frontend (examples/web) in Chromium, PERSISTED_DOCUMENTS_O
     // A mutation goes as a POST, with its hash and no text.
     expect(mutation?.method).toBe('POST');
     expect(mutation?.body?.query).toBeUndefined();
-    await page.getByRole('button', { name: 'Check DNS' }).click();
+    await page.getByRole('button', { name: 'Watch DNS' }).click();
+    // The subscription's first event.
     await expect
       .poll(() => verification.textContent())
       .toMatch(/^DNS at _service_custom_hostname\.shop\.example\.com: /);
+    const watch = sent.at(-1);
+    expect(watch?.method).toBe('POST');
+    expect(watch?.body?.extensions).toMatchObject({ persistedQuery: { version: 1 } });
     expect(await page.getByTestId('errors').locator('li').count()).toBe(0);
   });
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Chromium, launchChromium } from '../../helpers/chromium.js';
+import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.js';
 import { type FacadeProcess, startFacade } from '../../helpers/process.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts');
@@ -57,10 +58,13 @@ describe('GraphiQL in Chromium', () => {
   let page: Page;
   let browser: Chromium | undefined;
   let sandboxUrl: string;
+  let dns: TestDnsServer | undefined;
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    facade = await startFacade({}, { timeoutMs: START_MS });
+    // The watch tab's look-ups stay on the machine.
+    dns = await startDnsServer();
+    facade = await startFacade({ DNS_SERVERS: dns.address }, { timeoutMs: START_MS });
     sandboxUrl = facade.sandboxUrl ?? '';
     browser = await launchChromium('graphiql', {
       timeoutMs: WAIT_MS,
@@ -74,6 +78,7 @@ describe('GraphiQL in Chromium', () => {
   afterAll(async () => {
     await browser?.close();
     await facade?.stop();
+    await dns?.close();
   });
 
   // First in the file: the browser has no stored tab state yet, as on a newcomer's first visit.
@@ -84,6 +89,7 @@ describe('GraphiQL in Chromium', () => {
       'RepositoriesConnection',
       'CreateDomainVerification',
       'DomainDnsCheck',
+      'WatchDomainDns',
       'VerifyDomain',
       'RequestDevServer',
     ]);
@@ -92,7 +98,7 @@ describe('GraphiQL in Chromium', () => {
       await page.locator('.graphiql-tab-button', { hasText: new RegExp(`^${title}$`) }).click();
       await expect
         .poll(() => queryText(page), { timeout: WAIT_MS })
-        .toMatch(new RegExp(`(query|mutation) ${title}\\(`));
+        .toMatch(new RegExp(`(query|mutation|subscription) ${title}\\(`));
       expect(await page.locator('.graphiql-tab-active .graphiql-tab-button').textContent()).toBe(
         title,
       );
@@ -112,6 +118,16 @@ describe('GraphiQL in Chromium', () => {
     const wire = (await response.json()) as { total: number; repositories: Array<{ id: string }> };
     expect(shown).toContain(`"total": ${wire.total}`);
     expect(shown).toContain(`"id": "${wire.repositories[0]?.id}"`);
+    expect(shown).not.toContain('"errors"');
+  });
+
+  it("watches the example domain's record from its tab, over server-sent events", async () => {
+    dns?.setTxt('_service_custom_hostname.example.com', ['svc-verify-example']);
+    await page.locator('.graphiql-tab-button', { hasText: /^WatchDomainDns$/ }).click();
+    await page.locator('.graphiql-execute-button').click();
+    const shown = await waitForResult(page, '"matches": true');
+    await page.screenshot({ path: join(ARTIFACTS, 'graphiql-subscription.png') });
+    expect(shown).toContain('"host": "_service_custom_hostname.example.com"');
     expect(shown).not.toContain('"errors"');
   });
 
