@@ -12,8 +12,10 @@ const live = useDnsHarness();
 
 describe('GraphiQL tabs', () => {
   it("are the example's operations, as `npm run example:web:codegen` writes them", () => {
-    // Run `npm run example:web:codegen` and commit the result when this fails.
-    expect(readFileSync(tabsPath, 'utf8')).toBe(writtenTabs());
+    // Run `npm run example:web:codegen` and commit the result when this fails. StrykerJS's sandbox
+    // (`npm run test:mutation`) starts every source file with this line: the file is the same.
+    const written = readFileSync(tabsPath, 'utf8').replace(/^\/\/ @ts-nocheck\r?\n/, '');
+    expect(written).toBe(writtenTabs());
   });
 
   it('hold valid operations of root fields the schema serves', () => {
