@@ -246,3 +246,49 @@ describe('the bounds of subscriptions', () => {
     expect(late.errors?.[0]?.extensions).toMatchObject({ code: 'RATE_LIMITED' });
   });
 });
+
+describe('the request rules, for subscriptions as for queries', () => {
+  it('refuses a cross-site subscription, and looks nothing up', async () => {
+    const url = await appWith();
+    const refused = await postSubscription(
+      url,
+      { domain: DOMAIN, code: CODE },
+      {
+        origin: 'https://evil.example',
+        'sec-fetch-site': 'cross-site',
+        'sec-fetch-mode': 'cors',
+        'sec-fetch-dest': 'empty',
+      },
+    );
+    expect(refused.status).toBe(403);
+    expect(live.dns.queries()).toEqual([]);
+  });
+
+  it('takes only accepted client tokens in service-key mode', async () => {
+    live.dns.remove(HOST);
+    const app = live.h.createApp({
+      config: {
+        upstream: { apiKey: 'facade-service-key' },
+        clientTokens: ['client-token-a'],
+        subscriptions: { minIntervalMs: 200, maxIntervalMs: 200 },
+      },
+    });
+    const server = await listen(app);
+    served.push(server);
+    const refused = await postSubscription(
+      server.url,
+      { domain: DOMAIN },
+      {
+        authorization: 'Bearer not-a-client',
+      },
+    );
+    expect(refused.status).toBe(401);
+    expect(live.dns.queries()).toEqual([]);
+    const watch = subscribe(sseClient(server.url, { authorization: 'Bearer client-token-a' }), {
+      domain: DOMAIN,
+      code: CODE,
+    });
+    expect((await watch.next())?.data?.domainDnsCheck.host).toBe(HOST);
+    await watch.close();
+  });
+});
