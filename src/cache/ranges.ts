@@ -195,7 +195,10 @@ export class RangeCache {
   readonly #evictions: Evictions;
   readonly #lists: LRUCache<string, List>;
 
-  constructor(maxBytes: number) {
+  readonly #forgetElsewhere: ((key: string) => Promise<void>) | undefined;
+
+  constructor(maxBytes: number, options: RangeCacheOptions = {}) {
+    this.#forgetElsewhere = options.forgetElsewhere;
     const { records, entries, share } = memoryBounds(maxBytes);
     this.#share = share;
     this.#evictions = createEvictions(records);
@@ -294,9 +297,18 @@ export class RangeCache {
     if (list && list.mark !== mark) this.#lists.delete(key);
   }
 
-  /** Forgets every range kept for this caller (after its mutation). */
-  evictCaller(call: CallerInputs): void {
+  /**
+   * Forgets every range kept for this caller (after its mutation), here and in the processes
+   * `forgetElsewhere` reaches; resolves once they have.
+   */
+  evictCaller(call: CallerInputs): Promise<void> {
     const key = listKey(call);
+    this.forgetKey(key);
+    return this.#forgetElsewhere?.(key) ?? Promise.resolve();
+  }
+
+  /** Forgets every range kept under `key`, as another process asked. */
+  forgetKey(key: string): void {
     this.#evictions.record(key);
     this.#lists.delete(key);
   }
@@ -307,4 +319,10 @@ export class RangeCache {
   }
 }
 
-export const createRangeCache = (maxBytes: number) => new RangeCache(maxBytes);
+export interface RangeCacheOptions {
+  /** Tells the other processes of the pod (WORKERS) to forget a caller's ranges. */
+  forgetElsewhere?: ((key: string) => Promise<void>) | undefined;
+}
+
+export const createRangeCache = (maxBytes: number, options?: RangeCacheOptions) =>
+  new RangeCache(maxBytes, options);

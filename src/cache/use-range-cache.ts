@@ -47,9 +47,11 @@ export function useRangeCache(
       return {
         onExecuteDone: async ({ result }) => {
           if (mutation) {
-            ranges.evictCaller(context.call);
-            // Within Redis's deadline: a Redis away leaves the other processes' to expire.
-            await shared?.evictCaller(context.call).catch(() => {});
+            // Within Redis's deadline: a Redis away leaves the other replicas' to expire.
+            await Promise.all([
+              ranges.evictCaller(context.call),
+              shared?.evictCaller(context.call).catch(() => {}),
+            ]);
           }
           if (!context.call?.showCalls || !isAsyncIterable(result)) return;
           // An answer in parts shows them on its last part, beside its calls.

@@ -1,4 +1,4 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import type { Config } from '../config/load.js';
@@ -9,11 +9,17 @@ import type { Logger } from '../telemetry/logger.js';
 const READY = 'facade:cluster-ready';
 const METRICS_REQUEST = 'facade:metrics-request';
 const METRICS_REPLY = 'facade:metrics-reply';
+const FORGET = 'facade:forget-ranges';
+const FORGOTTEN = 'facade:forgotten-ranges';
+// How long a mutation waits at most for the other workers to forget its caller's kept ranges.
+const FORGET_WAIT_MS = 200;
 
 type Message =
   | { type: typeof READY; ready: boolean }
   | { type: typeof METRICS_REQUEST; id: number }
-  | ({ type: typeof METRICS_REPLY; id: number } & MetricsText);
+  | ({ type: typeof METRICS_REPLY; id: number } & MetricsText)
+  | { type: typeof FORGET; id: number; key: string }
+  | { type: typeof FORGOTTEN; id: number };
 
 const isMessage = (value: unknown): value is Message =>
   typeof value === 'object' &&
@@ -25,7 +31,8 @@ type MetricsText = Awaited<ReturnType<MetricsSource>>;
 
 /**
  * In a worker (undefined in a single process): whether every worker listens, false again while
- * one is replaced, and the whole cluster's metrics, asked of the primary.
+ * one is replaced, the whole cluster's metrics, asked of the primary, and a caller's kept ranges
+ * forgotten by every worker.
  */
 export function workerLink() {
   const worker = cluster.worker;
@@ -33,6 +40,8 @@ export function workerLink() {
   let ready = false;
   let next = 0;
   const pending = new Map<number, (reply: MetricsText) => void>();
+  const forgetting = new Map<number, () => void>();
+  let forget: ((key: string) => void) | undefined;
   process.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
     if (message.type === READY) ready = message.ready;
@@ -40,10 +49,32 @@ export function workerLink() {
       pending.get(message.id)?.({ text: message.text, contentType: message.contentType });
       pending.delete(message.id);
     }
+    if (message.type === FORGET) {
+      forget?.(message.key);
+      process.send?.({ type: FORGOTTEN, id: message.id } satisfies Message);
+    }
+    if (message.type === FORGOTTEN) forgetting.get(message.id)?.();
   });
   return {
     id: String(worker.id),
     clusterReady: () => ready,
+    /** What this worker does when another forgets a caller's kept ranges (their key). */
+    onForget(listener: (key: string) => void) {
+      forget = listener;
+    },
+    /** Resolves once every other worker has forgotten them, or after FORGET_WAIT_MS. */
+    forgetElsewhere: (key: string) =>
+      new Promise<void>((resolve) => {
+        const id = next++;
+        const done = () => {
+          clearTimeout(timer);
+          forgetting.delete(id);
+          resolve();
+        };
+        const timer = setTimeout(done, FORGET_WAIT_MS);
+        forgetting.set(id, done);
+        process.send?.({ type: FORGET, id, key } satisfies Message);
+      }),
     metrics: () =>
       new Promise<MetricsText>((resolve) => {
         const id = next++;
@@ -104,6 +135,28 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
     for (const worker of workers()) worker?.send({ type: READY, ready } satisfies Message);
   };
 
+  // A worker's mutation: every other worker forgets the caller's ranges, then it is told.
+  const relays = new Map<number, { left: number; done: () => void }>();
+  let relayed = 0;
+  const relayForget = (from: Worker, id: number, key: string) => {
+    const reply = () => {
+      if (from.isConnected()) from.send({ type: FORGOTTEN, id } satisfies Message);
+    };
+    const others = workers().filter((other) => other && other !== from && other.isConnected());
+    if (others.length === 0) return reply();
+    const relay = relayed++;
+    relays.set(relay, { left: others.length, done: reply });
+    // A worker that dies meanwhile never answers: the asking worker stops waiting by itself.
+    setTimeout(() => relays.delete(relay), FORGET_WAIT_MS).unref();
+    for (const other of others) other?.send({ type: FORGET, id: relay, key } satisfies Message);
+  };
+  const forgotten = (relay: number) => {
+    const waiting = relays.get(relay);
+    if (!waiting || --waiting.left > 0) return;
+    relays.delete(relay);
+    waiting.done();
+  };
+
   const fork = () => {
     const worker = cluster.fork();
     worker.on('listening', () => {
@@ -112,7 +165,10 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
       broadcast();
     });
     worker.on('message', (message: unknown) => {
-      if (!isMessage(message) || message.type !== METRICS_REQUEST) return;
+      if (!isMessage(message)) return;
+      if (message.type === FORGET) relayForget(worker, message.id, message.key);
+      if (message.type === FORGOTTEN) forgotten(message.id);
+      if (message.type !== METRICS_REQUEST) return;
       void clusterMetrics().then(
         ({ text, contentType }) =>
           worker.send({ type: METRICS_REPLY, id: message.id, text, contentType } satisfies Message),

@@ -6,6 +6,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from '../app.js';
 import { createRedisResponseStore } from '../cache/redis-store.js';
+import { createRangeCache } from '../cache/ranges.js';
 import { createRedisRanges } from '../cache/ranges-redis.js';
 import { createRefreshes } from '../cache/refresh.js';
 import { type Config, ConfigError, loadConfig } from '../config/load.js';
@@ -189,6 +190,7 @@ async function start(config: ServingConfig, logger: Logger) {
     health,
     rateLimiter,
     ...createStores(config, redis),
+    rangeCache: createProcessRanges(config, link),
     metricsSource: config.metricsPort === undefined ? link?.metrics : null,
     tracing,
   });
@@ -259,6 +261,15 @@ function createStores(config: Config, redis: RedisConnection | undefined) {
         ? createRedisRanges(redis, { redisBytes: responseCache.rangeRedisBytes })
         : undefined,
   };
+}
+
+/** The kept ranges of this process; with workers, a caller's mutation reaches every worker's. */
+function createProcessRanges(config: Config, link: ReturnType<typeof workerLink>) {
+  if (!config.responseCache.enabled) return undefined;
+  const forgetElsewhere = link?.forgetElsewhere;
+  const ranges = createRangeCache(config.responseCache.maxBytes, { forgetElsewhere });
+  link?.onForget((key) => ranges.forgetKey(key));
+  return ranges;
 }
 
 async function announce(config: ServingConfig, logger: Logger, started: Started): Promise<void> {

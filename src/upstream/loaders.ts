@@ -192,7 +192,7 @@ class PageBatch {
   /** Forgets the caller's ranges in memory and in the shared tier. */
   #forget(): void {
     const { call, options } = this;
-    options.ranges?.evictCaller(call);
+    void options.ranges?.evictCaller(call);
     void options.shared?.evictCaller(call).catch(() => {});
   }
 
