@@ -96,8 +96,9 @@ async function createClient(url: string, options: RedisOptions): Promise<RedisCl
         sentinelPassword: target.sentinelPassword,
         enableTLSForSentinelMode: target.tls,
         sentinelRetryStrategy: reconnect,
-        // Told by the sentinels of a new master, rather than finding out when the old one fails.
-        failoverDetector: true,
+        // Not ioredis's failoverDetector: on the sentinels' late +switch-master it closes the
+        // connection to the new master for good. A killed master closes the connection, and a
+        // demoted one answers READONLY (above): either makes it ask the sentinels again.
       });
     case 'cluster':
       return new Cluster(target.nodes, {
@@ -130,9 +131,10 @@ export async function connectRedis(url: string, options: RedisOptions): Promise<
   let lastError = '';
   // One line when Redis goes away and one when it is back, however often ioredis retries; none
   // when it answers at start, which the start-up line says.
+  let closing = false;
   const update = () => {
     available = connected && !skipped;
-    if (available === reported) return;
+    if (available === reported || closing) return;
     const first = reported === undefined;
     reported = available;
     options.onAvailability?.(available);
@@ -220,6 +222,10 @@ export async function connectRedis(url: string, options: RedisOptions): Promise<
         client.once('ready', onReady);
       });
     },
-    disconnect: () => client.disconnect(),
+    disconnect() {
+      // Closed on purpose (a shutdown): not a Redis gone away.
+      closing = true;
+      client.disconnect();
+    },
   };
 }

@@ -39,7 +39,7 @@ export function createMemoryApqStore(maxBytes: number): ApqStore {
 
 // What Redis spends on a document beyond its text, counted too so that the bound holds for
 // Redis's memory however small the documents (docs/operations.md#redis-rate-limits-and-apq).
-const ENTRY_OVERHEAD_BYTES = 300;
+const ENTRY_OVERHEAD_BYTES = 450;
 
 // Expired documents removed per write: one script never holds Redis for long.
 const PURGE_PER_WRITE = 100;

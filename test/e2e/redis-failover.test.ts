@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRedisResponseStore } from '../../src/cache/redis-store.js';
+import { REDIS_TIMEOUT_MS } from '../../src/config/variables.js';
 import type { RedisConnection } from '../../src/redis.js';
 import { createRedisApqStore } from '../../src/security/use-apq.js';
 import { createRateLimiter, type RateLimiter } from '../../src/security/use-rate-limit.js';
@@ -94,6 +95,12 @@ function steadyLoad(app: App, callers = 4) {
   const loops = Array.from({ length: callers }, (_, caller) => loop(caller));
   return {
     outcome,
+    /** The slowest answer so far, from then on counted afresh. */
+    calm() {
+      const before = outcome.slowestMs;
+      outcome.slowestMs = 0;
+      return before;
+    },
     async stop() {
       running = false;
       await Promise.all(loops);
@@ -101,6 +108,12 @@ function steadyLoad(app: App, callers = 4) {
     },
   };
 }
+
+/**
+ * No answer over a second, unless the machine made them slow before Redis failed (two shared cores
+ * running other suites): then no slower than three times the slowest before.
+ */
+const slowest = (calm: number) => Math.max(1_000, 3 * calm);
 
 /** Keys written on a node from now on: what the facade writes to the master it uses. */
 async function rateLimitKeys(port: number): Promise<number> {
@@ -129,15 +142,16 @@ describe('a Redis failover under steady load', () => {
     async () => {
       const sentinel = await startRedisSentinel();
       cleanups.push(sentinel.stop);
-      // The production deadline would read a loaded test machine as a miss: misses are allowed,
-      // failures are what is tested.
-      const connection = await connected(sentinel.url, { timeoutMs: 200 });
+      // The production deadline: a request waits on a few commands in turn, each at most this
+      // long. A loaded test machine makes some of them misses, which are allowed.
+      const connection = await connected(sentinel.url, { timeoutMs: REDIS_TIMEOUT_MS });
       cleanups.push(() => connection.disconnect());
       const app = await replica(h, connection);
 
       const load = steadyLoad(app);
       cleanups.push(() => load.stop());
       await sleep(1_000);
+      const calm = load.calm();
       expect(await rateLimitKeys(sentinel.master.port)).toBeGreaterThan(0);
       const killedAt = performance.now();
       const { port } = await sentinel.killMaster();
@@ -160,7 +174,7 @@ describe('a Redis failover under steady load', () => {
       const outcome = await load.stop();
       expect(outcome.failures).toEqual([]);
       expect(outcome.answers).toBeGreaterThan(50);
-      expect(outcome.slowestMs).toBeLessThan(1_000);
+      expect(outcome.slowestMs).toBeLessThan(slowest(calm));
       expect(usedAfterMs).toBeLessThan(15_000);
     },
     60_000,
@@ -171,7 +185,7 @@ describe('a Redis failover under steady load', () => {
     async () => {
       const cluster = await startRedisCluster({ replicas: 1 });
       cleanups.push(cluster.stop);
-      const connection = await connected(cluster.url, { timeoutMs: 200 });
+      const connection = await connected(cluster.url, { timeoutMs: REDIS_TIMEOUT_MS });
       cleanups.push(() => connection.disconnect());
       const app = await replica(h, connection);
       const killed = cluster.masters[0]?.port;
@@ -179,6 +193,7 @@ describe('a Redis failover under steady load', () => {
       const load = steadyLoad(app);
       cleanups.push(() => load.stop());
       await sleep(1_000);
+      const calm = load.calm();
       await cluster.killMaster(0);
       const promoted = cluster.masters[0]?.port as number;
       expect(promoted).not.toBe(killed);
@@ -196,7 +211,7 @@ describe('a Redis failover under steady load', () => {
       const outcome = await load.stop();
       expect(outcome.failures).toEqual([]);
       expect(outcome.answers).toBeGreaterThan(50);
-      expect(outcome.slowestMs).toBeLessThan(1_000);
+      expect(outcome.slowestMs).toBeLessThan(slowest(calm));
     },
     60_000,
   );
