@@ -10,8 +10,8 @@
 //   answers with data through the balancer, and on that replica alone once it is up.
 // - rolling restart: every replica restarted in turn as a rolling update does (out of the
 //   balancer, SIGTERM, a new process, in again once HAProxy sees it up).
-// - Redis failover: the replicas on a master, a replica and three sentinels; the master killed.
-
+// - Redis failover: the replicas on a master, a replica and three sentinels, the master killed;
+//   then on a Cluster of three masters with a replica each, one master killed.
 import {
   type Answer,
   type Fleet,
@@ -21,7 +21,7 @@ import {
   startFleet,
   startLoad,
 } from '../test/helpers/fleet.js';
-import { startRedisSentinel } from '../test/helpers/redis.js';
+import { startRedisCluster, startRedisSentinel } from '../test/helpers/redis.js';
 import { FACADE_SCRIPT, serverNode, serverNodeFlags } from './processes.js';
 
 const CONCURRENCY = 16;
@@ -152,20 +152,26 @@ async function rollingRestart(): Promise<FleetRow> {
   });
 }
 
-async function redisFailover(): Promise<FleetRow> {
-  const sentinel = await startRedisSentinel({ sentinels: 3 });
+/** A Redis of the fleet's own, and how it loses its master. */
+interface FailingRedis {
+  url: string;
+  killMaster(): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+async function redisFailover(scenario: string, redis: FailingRedis): Promise<FleetRow> {
   try {
-    return await withFleet({ redisUrl: sentinel.url }, async (fleet) => {
+    return await withFleet({ redisUrl: redis.url }, async (fleet) => {
       await loadFor(fleet.url, 2);
       const load = startLoad(fleet.url, { ...loadOptions, maxMs: 300_000 });
       await new Promise((resolve) => setTimeout(resolve, 2_000));
-      await sentinel.killMaster();
+      await redis.killMaster();
       // The fleet on the promoted replica for a while before the load ends.
       await new Promise((resolve) => setTimeout(resolve, 5_000));
-      return row('Redis Sentinel failover (master killed)', 3, await load.stop());
+      return row(scenario, 3, await load.stop());
     });
   } finally {
-    await sentinel.stop();
+    await redis.stop();
   }
 }
 
@@ -185,7 +191,18 @@ export async function fleetScenarios(): Promise<FleetRow[]> {
   }
   push(...(await outage()));
   push(await rollingRestart());
-  push(await redisFailover());
+  push(
+    await redisFailover(
+      'Redis Sentinel failover (master killed)',
+      await startRedisSentinel({ sentinels: 3 }),
+    ),
+  );
+  push(
+    await redisFailover(
+      'Redis Cluster failover (a master killed)',
+      await startRedisCluster({ replicas: 1 }),
+    ),
+  );
   console.log(
     `\nFleet: HAProxy in front of replicas on one Redis; ${CONCURRENCY} concurrent reads from ${CALLERS} callers over ${PAGES} pages`,
   );

@@ -361,6 +361,8 @@ async function assemble(
 
 /** One answer of the load: its latency, and why it failed, if it did. */
 export interface Answer {
+  /** When it was sent (Date.now()). */
+  at: number;
   ms: number;
   /** Unset for a 200 with data and no errors. */
   failure?: string;
@@ -413,6 +415,7 @@ export function startLoad(url: string, options: LoadOptions = {}): Load {
   let stopped = false;
   let sent = 0;
   const one = async (n: number): Promise<Answer> => {
+    const at = Date.now();
     const started = performance.now();
     try {
       const response = await fetch(url, {
@@ -433,11 +436,11 @@ export function startLoad(url: string, options: LoadOptions = {}): Load {
         // Not JSON (the balancer's own 503 page): the status says what happened.
       }
       if (response.status !== 200 || body.errors?.length || !body.data)
-        return { ms, failure: `${response.status} ${text.slice(0, 300)}` };
-      return { ms };
+        return { at, ms, failure: `${response.status} ${text.slice(0, 300)}` };
+      return { at, ms };
     } catch (error) {
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      return { ms: performance.now() - started, failure: reason };
+      return { at, ms: performance.now() - started, failure: reason };
     }
   };
   const loop = async () => {
