@@ -37,7 +37,6 @@ import { useClientTokens } from './security/use-client-tokens.js';
 import { useCost } from './security/use-cost.js';
 import { useLimits } from './security/use-limits.js';
 import { useListLimits } from './security/use-list-limits.js';
-import { useOperationTypes } from './security/use-operation-types.js';
 import { clientKeys, type RateLimiter, useRateLimit } from './security/use-rate-limit.js';
 import { useTrustedDocuments } from './security/use-trusted-documents.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions.js';
@@ -169,7 +168,6 @@ function useJit(cache: JITCache): Plugin {
 function createPipeline(app: AppParts): Stage[] {
   const { config, credentials, metrics } = app;
   const { documents, only } = config.persistedDocuments;
-  const { acceptsClient } = credentials;
   return [
     // Around the whole request. The request log first: it makes the record a batch shares.
     stage(
@@ -202,11 +200,11 @@ function createPipeline(app: AppParts): Stage[] {
       app.rateLimiter &&
         useRateLimit(app.rateLimiter, {
           trustProxy: config.rateLimit.trustProxy,
-          isAccepted: acceptsClient,
+          isAccepted: credentials.acceptsClient,
           batchingLimit: config.limits.batchingLimit,
         }),
     ),
-    stage('clientTokens', acceptsClient && useClientTokens(acceptsClient)),
+    stage('clientTokens', credentials.acceptsClient && useClientTokens(credentials.acceptsClient)),
     stage('bodySize', useBodySizeLimit(config.limits.maxBodyBytes)),
     stage('mediaType', useMediaType()),
     // Once the parameters are read: which document runs, a trusted document's id first.
@@ -225,7 +223,6 @@ function createPipeline(app: AppParts): Stage[] {
     ),
     // At parse and validation.
     stage('limits', useLimits(config)),
-    stage('operationTypes', useOperationTypes()),
     stage('incrementalDelivery', useIncrementalDelivery()),
     stage('multipartSubscriptions', useMultipartSubscriptions()),
     // After every stage that adds a validation rule: a result is kept for the rules it ran with.
