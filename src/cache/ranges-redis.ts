@@ -237,6 +237,49 @@ function parseRange(value: string): SharedRange | undefined {
   }
 }
 
+/** Writes one kept range for every process; false when it is not kept. */
+async function keepRange(
+  redis: RedisConnection,
+  bound: number,
+  share: number,
+  {
+    call,
+    covering,
+    start,
+    policy,
+    since,
+    mark,
+  }: SharedRange & { call: CallerInputs; mark: string },
+): Promise<boolean> {
+  const { total, repositories } = covering;
+  const reached = start + repositories.length >= total;
+  const lifetime = (policy.maxAge + staleWindow(policy)) * 1000 - (Date.now() - since);
+  // A range of no items short of `total` says nothing another process could use.
+  if (bound <= 0 || lifetime < 1 || (!reached && repositories.length === 0)) return false;
+  const caller = callerId(call);
+  const end = reached ? 'inf' : String(start + repositories.length);
+  const member = `e:${caller}:${start}:${end}`;
+  const value = JSON.stringify({ s: start, a: since, p: policy, c: covering });
+  const kept = await redis.run(() =>
+    redis.client.facadeRangesKeep(
+      ...keysOf(caller),
+      member,
+      caller,
+      value,
+      Math.ceil(lifetime),
+      Date.now(),
+      start,
+      end,
+      mark,
+      bound,
+      share,
+      ENTRY_OVERHEAD_BYTES,
+      DROPS_PER_WRITE,
+    ),
+  );
+  return kept === 1;
+}
+
 export function createRedisRanges(
   redis: RedisConnection,
   options: { redisBytes: number },
@@ -267,36 +310,7 @@ export function createRedisRanges(
       }
       return { mark, ranges: found };
     },
-    async keep({ call, covering, start, policy, since, mark }) {
-      const { total, repositories } = covering;
-      const reached = start + repositories.length >= total;
-      const lifetime = (policy.maxAge + staleWindow(policy)) * 1000 - (Date.now() - since);
-      // A range of no items short of `total` says nothing another process could use.
-      if (options.redisBytes <= 0 || lifetime < 1 || (!reached && repositories.length === 0))
-        return false;
-      const caller = callerId(call);
-      const end = reached ? 'inf' : String(start + repositories.length);
-      const member = `e:${caller}:${start}:${end}`;
-      const value = JSON.stringify({ s: start, a: since, p: policy, c: covering });
-      const kept = await redis.run(() =>
-        redis.client.facadeRangesKeep(
-          ...keysOf(caller),
-          member,
-          caller,
-          value,
-          Math.ceil(lifetime),
-          Date.now(),
-          start,
-          end,
-          mark,
-          options.redisBytes,
-          share,
-          ENTRY_OVERHEAD_BYTES,
-          DROPS_PER_WRITE,
-        ),
-      );
-      return kept === 1;
-    },
+    keep: (range) => keepRange(redis, options.redisBytes, share, range),
     async evictCaller(call) {
       const caller = callerId(call);
       await redis.run(() =>

@@ -115,6 +115,36 @@ function clusterRegistry() {
 
 const workers = () => Object.values(cluster.workers ?? {});
 
+/** A worker's mutation: every other worker forgets the caller's ranges, then it is told. */
+function createForgetRelay() {
+  const relays = new Map<number, { left: number; done: () => void }>();
+  let relayed = 0;
+  return {
+    forget(from: Worker, id: number, key: string) {
+      const reply = () => {
+        if (from.isConnected()) from.send({ type: FORGOTTEN, id } satisfies Message);
+      };
+      const others = workers().filter((other) => other && other !== from && other.isConnected());
+      if (others.length === 0) return reply();
+      const relay = relayed++;
+      relays.set(relay, { left: others.length, done: reply });
+      // A worker that dies meanwhile never answers: the asking worker stops waiting by itself.
+      setTimeout(() => relays.delete(relay), FORGET_WAIT_MS).unref();
+      for (const other of others) other?.send({ type: FORGET, id: relay, key } satisfies Message);
+    },
+    forgotten(relay: number) {
+      const waiting = relays.get(relay);
+      if (!waiting || --waiting.left > 0) return;
+      relays.delete(relay);
+      waiting.done();
+    },
+    receive(from: Worker, message: Message) {
+      if (message.type === FORGET) this.forget(from, message.id, message.key);
+      if (message.type === FORGOTTEN) this.forgotten(message.id);
+    },
+  };
+}
+
 /**
  * The primary: forks `count` workers that share the port, replaces a worker that dies, answers
  * their metrics requests, tells them when all are ready, and drains them all on SIGTERM.
@@ -135,27 +165,7 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
     for (const worker of workers()) worker?.send({ type: READY, ready } satisfies Message);
   };
 
-  // A worker's mutation: every other worker forgets the caller's ranges, then it is told.
-  const relays = new Map<number, { left: number; done: () => void }>();
-  let relayed = 0;
-  const relayForget = (from: Worker, id: number, key: string) => {
-    const reply = () => {
-      if (from.isConnected()) from.send({ type: FORGOTTEN, id } satisfies Message);
-    };
-    const others = workers().filter((other) => other && other !== from && other.isConnected());
-    if (others.length === 0) return reply();
-    const relay = relayed++;
-    relays.set(relay, { left: others.length, done: reply });
-    // A worker that dies meanwhile never answers: the asking worker stops waiting by itself.
-    setTimeout(() => relays.delete(relay), FORGET_WAIT_MS).unref();
-    for (const other of others) other?.send({ type: FORGET, id: relay, key } satisfies Message);
-  };
-  const forgotten = (relay: number) => {
-    const waiting = relays.get(relay);
-    if (!waiting || --waiting.left > 0) return;
-    relays.delete(relay);
-    waiting.done();
-  };
+  const relay = createForgetRelay();
 
   const fork = () => {
     const worker = cluster.fork();
@@ -165,10 +175,8 @@ export function runPrimary(config: Config, logger: Logger, count: number): Metri
       broadcast();
     });
     worker.on('message', (message: unknown) => {
-      if (!isMessage(message)) return;
-      if (message.type === FORGET) relayForget(worker, message.id, message.key);
-      if (message.type === FORGOTTEN) forgotten(message.id);
-      if (message.type !== METRICS_REQUEST) return;
+      if (isMessage(message)) relay.receive(worker, message);
+      if (!isMessage(message) || message.type !== METRICS_REQUEST) return;
       void clusterMetrics().then(
         ({ text, contentType }) =>
           worker.send({ type: METRICS_REPLY, id: message.id, text, contentType } satisfies Message),
