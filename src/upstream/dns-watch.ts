@@ -137,7 +137,10 @@ export interface WatchUntilOptions {
   timeLimitMs: number;
   /** Aborted when the server stops: the watch sends its last event and completes. */
   shutdown: AbortSignal;
-  /** Told once, when the stream ends, why: a WatchEnd, or `cancelled` when the client left. */
+  /**
+   * Told when the stream ends, why: a WatchEnd, or `cancelled` when the client left; a stream the
+   * client leaves after its end is told `cancelled` too, so `onEnd` keeps the first it is told.
+   */
   onEnd(reason: WatchEnd | 'cancelled', events: number): void;
 }
 
@@ -151,7 +154,7 @@ export function watchUntil(
   host: string,
   options: WatchUntilOptions,
 ): AsyncIterableIterator<WatchEvent> {
-  return new Repeater<WatchEvent>(async (push, stop) => {
+  const repeater = new Repeater<WatchEvent>(async (push, stop) => {
     let previous: TxtLookupResult | undefined;
     let events = 0;
     let ended: WatchEnd | undefined;
@@ -186,4 +189,17 @@ export function watchUntil(
     options.shutdown.removeEventListener('abort', onShutdown);
     options.onEnd(ended ?? 'cancelled', events);
   });
+  return {
+    next: (value?: unknown) => repeater.next(value),
+    throw: (error?: unknown) => repeater.throw(error),
+    // A stream cancelled before its first read never starts the Repeater's executor: it ends here.
+    async return(value?: unknown) {
+      const result = await repeater.return(value);
+      options.onEnd('cancelled', 0);
+      return result;
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }

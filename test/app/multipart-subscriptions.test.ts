@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { asksForMultipartSubscription } from '../../src/http/use-multipart-subscriptions.js';
+import { createSubscriptions } from '../../src/subscriptions.js';
 import { useDnsHarness } from '../helpers/harness.js';
 import { WATCH } from '../helpers/subscriptions.js';
 
@@ -116,5 +117,15 @@ describe('subscriptions over multipart HTTP (subscriptionSpec 1.0)', () => {
     const body = (await response.json()) as { errors: Array<{ extensions: { code: string } }> };
     expect(body.errors[0]?.extensions.code).toBe('BAD_USER_INPUT');
     expect(live.dns.queries()).toEqual([]);
+  });
+
+  it('frees the place of a subscription its client leaves before reading an event', async () => {
+    live.dns.remove(HOST);
+    const subscriptions = createSubscriptions({ limits: { maxPerClient: 5, maxOpen: 10 } });
+    const app = live.h.createApp({ subscriptions });
+    const response = await post(app, { domain: DOMAIN, code: CODE }, APOLLO_ACCEPT);
+    expect(subscriptions.active).toBe(1);
+    await response.body?.cancel();
+    await expect.poll(() => subscriptions.active).toBe(0);
   });
 });
