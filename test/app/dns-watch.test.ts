@@ -95,6 +95,36 @@ describe('Subscription.domainDnsCheck', () => {
     ]);
   });
 
+  it('backs off while nothing changes', async () => {
+    live.dns.remove(HOST);
+    const url = await appWith({ minIntervalMs: 200, maxIntervalMs: 1_600 });
+    const watch = subscribe(sseClient(url), { domain: DOMAIN, code: CODE });
+    await watch.next();
+    const started = Date.now();
+    const first = live.dns.queriesFor(HOST).length;
+    await expect
+      .poll(() => live.dns.queriesFor(HOST).length, { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(first + 3);
+    // 200, 400 and 800 ms apart, where a fixed interval would have asked three times in 600 ms.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    await watch.close();
+  });
+
+  it("waits for a found record's TTL before the next look-up", async () => {
+    live.dns.set(HOST, { txt: ['svc-verify-other'], ttl: 1 });
+    const metrics = createMetrics();
+    const url = await appWith({ minIntervalMs: 100, maxIntervalMs: 60_000 }, { metrics });
+    const watch = subscribe(sseClient(url), { domain: DOMAIN, code: CODE });
+    await watch.next();
+    const started = Date.now();
+    const lookUps = async () =>
+      (await metrics.registry.getSingleMetric('dns_watch_lookups_total')?.get())?.values[0]?.value;
+    await expect.poll(lookUps, { timeout: 10_000 }).toBe(2);
+    // Not after the 100 ms interval: after the record's 1 s.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    await watch.close();
+  });
+
   it('refuses an invalid domain with BAD_USER_INPUT before any look-up', async () => {
     const events = await subscribe(sseClient(await appWith()), { domain: 'not a domain' }).rest();
     expect(events).toHaveLength(1);
