@@ -65,8 +65,21 @@ const compiled = (options: FleetOptions): FleetOptions => ({
   env: { UPSTREAM_RETRIES: '0', SHUTDOWN_GRACE_MS: '10000', ...options.env },
 });
 
+/** The commonest reasons of a run's failures, one line each, for the run's log. */
+function reportFailures(scenario: string, reasons: readonly string[]): void {
+  const counts = new Map<string, number>();
+  for (const reason of reasons) {
+    const key = reason.slice(0, 160);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  for (const [reason, count] of top) console.log(`${scenario}: ${count} × ${reason}`);
+}
+
 function row(scenario: string, replicas: number, answers: readonly Answer[]): FleetRow {
-  const failed = failures(answers).length;
+  const reasons = failures(answers);
+  reportFailures(scenario, reasons);
+  const failed = reasons.length;
   return {
     scenario,
     replicas,

@@ -138,6 +138,21 @@ async function untilAnswers(
   }
 }
 
+/** A call to the sandbox's control routes; if it fails, the error says how the sandbox ended. */
+function control(
+  sandbox: ReturnType<typeof run>,
+  url: string,
+  init?: RequestInit,
+): Promise<Response> {
+  return fetch(url, init).catch((error: unknown) => {
+    const { exitCode, signalCode } = sandbox.child;
+    throw new Error(
+      `the sandbox did not answer ${url} (exit ${exitCode ?? signalCode ?? 'none yet'}):\n${sandbox.stderr()}`,
+      { cause: error },
+    );
+  });
+}
+
 /** SIGTERM (or `signal`), then SIGKILL after `waitMs`; resolves once the process is gone. */
 export async function stopChild(
   child: ChildProcess,
@@ -342,17 +357,17 @@ async function assemble(
     },
     states,
     async upstreamCounts() {
-      const response = await fetch(`${sandboxUrl}/__sandbox/counts`);
+      const response = await control(sandbox, `${sandboxUrl}/__sandbox/counts`);
       return ((await response.json()) as { counts: Record<string, number> }).counts;
     },
     async fault(route, fault) {
       const response = route
-        ? await fetch(`${sandboxUrl}/__sandbox/faults/${route.replace(' ', '')}`, {
+        ? await control(sandbox, `${sandboxUrl}/__sandbox/faults/${route.replace(' ', '')}`, {
             method: 'PUT',
             headers: { 'content-type': 'application/json' },
             body: JSON.stringify(fault ?? {}),
           })
-        : await fetch(`${sandboxUrl}/__sandbox/faults`, { method: 'DELETE' });
+        : await control(sandbox, `${sandboxUrl}/__sandbox/faults`, { method: 'DELETE' });
       if (!response.ok) throw new Error(`sandbox refused the fault: ${await response.text()}`);
     },
     stop,
