@@ -8,9 +8,9 @@ import { hash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { seedRepository } from '../sandbox/data.js';
 import { memoryBounds } from '../src/cache/heap.js';
-import type { CachePolicy } from '../src/cache/policy.js';
-import { createRangeCache } from '../src/cache/ranges.js';
 import { type Answer, createMemoryResponseStore } from '../src/cache/response-store.js';
+import { createRangeCache } from '../src/read/ranges.js';
+import type { CachePolicy } from '../src/upstream/cache-policy.js';
 import { decodeRepositoryList, type RepositoryList } from '../src/upstream/repository-list.js';
 
 export interface Filled {

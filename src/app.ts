@@ -1,12 +1,8 @@
 import { type JITCache, useGraphQlJit } from '@envelop/graphql-jit';
 import { createYoga, type Plugin, type YogaServerOptions } from 'graphql-yoga';
 import { createDocumentCaches, type DocumentCaches } from './cache/documents.js';
-import { createRangeCache, type RangeCache } from './cache/ranges.js';
-import type { SharedRanges } from './cache/ranges-redis.js';
-import { createRefreshes, type Refreshes } from './cache/refresh.js';
 import { createMemoryResponseStore, type ResponseStore } from './cache/response-store.js';
 import { useCacheControl } from './cache/use-cache-control.js';
-import { useRangeCache } from './cache/use-range-cache.js';
 import { useResponseCache } from './cache/use-response-cache.js';
 import type { Config } from './config/load.js';
 import { createContextFactory, type RequestContext, type ServerContext } from './context.js';
@@ -31,6 +27,10 @@ import { useMultipartSubscriptions } from './http/use-multipart-subscriptions.js
 import { useNoSniff } from './http/use-nosniff.js';
 import { useReadiness } from './http/use-readiness.js';
 import { useUpstreamHeaders } from './http/use-upstream-headers.js';
+import { createRangeCache, type RangeCache } from './read/ranges.js';
+import type { SharedRanges } from './read/ranges-redis.js';
+import { createRefreshes, type Refreshes } from './read/refresh.js';
+import { useRangeCache } from './read/use-range-cache.js';
 import { schema } from './schema/index.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';
 import { useClientTokens } from './security/use-client-tokens.js';

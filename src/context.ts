@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
-import { createInFlight } from './cache/join.js';
-import type { CachePolicy } from './cache/policy.js';
-import type { RangeCache, Stale } from './cache/ranges.js';
-import type { SharedRanges } from './cache/ranges-redis.js';
-import type { Refreshes } from './cache/refresh.js';
 import type { Config } from './config/load.js';
 import type { CredentialPolicy } from './credentials.js';
+import { createInFlight } from './read/join.js';
+import { createLoaders, createPageCap, type Loaders } from './read/loaders.js';
+import type { RangeCache, Stale } from './read/ranges.js';
+import type { SharedRanges } from './read/ranges-redis.js';
+import type { Refreshes } from './read/refresh.js';
 import {
   acceptedRequestId,
   type OperationSpans,
@@ -19,17 +19,17 @@ import type { OpenSubscription, Subscriptions } from './subscriptions.js';
 import type { CacheLookup, Metrics } from './telemetry/metrics.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';
+import type { CachePolicy } from './upstream/cache-policy.js';
 import type { CallContext, CompletedCall, UpstreamClient } from './upstream/client.js';
 import {
   createTxtLoader,
   createTxtResolver,
   type TxtLoader,
-  type TxtResolver,
   type TxtLookupResult,
+  type TxtResolver,
 } from './upstream/dns.js';
 import { createDnsWatches, type DnsWatches } from './upstream/dns-watch.js';
 import type { DnsWatchStore } from './upstream/dns-watch-store.js';
-import { createLoaders, createPageCap, type Loaders } from './upstream/loaders.js';
 
 /** What the facade adds to Yoga's own context for one operation. */
 export interface RequestContext {

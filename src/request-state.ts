@@ -1,9 +1,9 @@
 // The one typed record of an HTTP request that the stages share (requestState), and the request
 // id a caller may choose.
 import type { Context as OtelContext, Span } from '@opentelemetry/api';
-import type { CachePolicy } from './cache/policy.js';
 import type { ClientIdentity } from './telemetry/metrics.js';
 import type { CallBudget } from './upstream/budget.js';
+import type { CachePolicy } from './upstream/cache-policy.js';
 import type { CompletedCall } from './upstream/client.js';
 
 export interface OperationSpans {

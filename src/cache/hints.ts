@@ -13,8 +13,8 @@ import {
   visit,
   visitWithTypeInfo,
 } from 'graphql';
+import { type CachePolicy, NO_STORE, readsPolicy, strictestOf } from '../upstream/cache-policy.js';
 import type { CompletedCall } from '../upstream/client.js';
-import { type CachePolicy, NO_STORE, readsPolicy, strictestOf } from './policy.js';
 
 interface Annotated {
   astNode?: { directives?: ReadonlyArray<DirectiveLike> | undefined } | null | undefined;

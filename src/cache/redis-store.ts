@@ -1,7 +1,7 @@
 import type { ExecutionResult } from 'graphql';
 import type { RedisConnection } from '../redis.js';
+import type { CachePolicy } from '../upstream/cache-policy.js';
 import { callerShare } from './heap.js';
-import type { CachePolicy } from './policy.js';
 import { createBoundedSpace, type Kept } from './redis-bounded.js';
 import {
   agedAnswer,

@@ -2,6 +2,7 @@
 // `<session>:<operation>`, so that a mutation can evict its session's answers.
 import type { ExecutionResult } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import { aged, type CachePolicy } from '../upstream/cache-policy.js';
 import {
   createEvictions,
   heapBytes,
@@ -13,7 +14,6 @@ import {
   SLICE_BYTES,
   stringBytes,
 } from './heap.js';
-import { aged, type CachePolicy } from './policy.js';
 
 /** An executed answer and the policy it may be kept with. */
 export interface Answer {

@@ -3,8 +3,13 @@ import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
 import { addVary } from '../http/headers.js';
 import { requestState } from '../request-state.js';
+import {
+  type CachePolicy,
+  NO_STORE,
+  privateMaxAge,
+  strictestOf,
+} from '../upstream/cache-policy.js';
 import { operationPolicy, staticHint } from './hints.js';
-import { type CachePolicy, NO_STORE, privateMaxAge, strictestOf } from './policy.js';
 
 export interface CacheControlOptions {
   /** Every answer depends on the caller, so is `private` whatever the upstream says. */

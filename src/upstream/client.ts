@@ -8,6 +8,11 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { Agent, type Dispatcher } from 'undici';
+import type { Config } from '../config/load.js';
+import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
+import { injectTraceContext, type TraceContext } from '../telemetry/trace-context.js';
+import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
+import type { CallBudget } from './budget.js';
 import {
   type CachePolicy,
   type FreshnessHeaders,
@@ -15,12 +20,7 @@ import {
   parseCachePolicy,
   type StaleDefaults,
   withStale,
-} from '../cache/policy.js';
-import type { Config } from '../config/load.js';
-import { type ErrorCode, UpstreamError, upstreamHttpError } from '../errors.js';
-import { injectTraceContext, type TraceContext } from '../telemetry/trace-context.js';
-import { type BreakerState, createRouteBreakers, type RouteBreakers } from './breaker.js';
-import type { CallBudget } from './budget.js';
+} from './cache-policy.js';
 import { CallCancel } from './cancel.js';
 import { type Endpoint, fillPath } from './endpoints.js';
 import { passedBackNames, pickHeaders } from './response-headers.js';
@@ -66,7 +66,7 @@ export interface CompletedCall {
   callers: number;
   /** Their field paths, when the request shows its upstream calls. */
   fields?: readonly string[] | undefined;
-  /** Another request's call this one joined (src/cache/join.ts). */
+  /** Another request's call this one joined (src/read/join.ts). */
   joined?: boolean | undefined;
   /** Of a read that succeeded (docs/caching.md#where-a-fields-policy-comes-from). */
   cachePolicy?: CachePolicy | undefined;

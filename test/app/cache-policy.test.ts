@@ -1,6 +1,7 @@
 import { buildSchema, OperationTypeNode, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { cacheControlHint, operationPolicy, staticHint } from '../../src/cache/hints.js';
+import { loadConfig } from '../../src/config/load.js';
 import {
   aged,
   NO_STORE,
@@ -10,8 +11,7 @@ import {
   staleWindow,
   strictest,
   withStale,
-} from '../../src/cache/policy.js';
-import { loadConfig } from '../../src/config/load.js';
+} from '../../src/upstream/cache-policy.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');

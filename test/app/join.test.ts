@@ -1,10 +1,10 @@
-// Calls in flight joined across requests (src/cache/join.ts), driven through createInFlight over
+// Calls in flight joined across requests (src/read/join.ts), driven through createInFlight over
 // the real client and sandbox: who waits for whom, who is told of the call, and what a caller
 // that goes away leaves behind. test/app/shared-calls.test.ts sees the same through the app.
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { createInFlight, joinKey } from '../../src/cache/join.js';
 import { FacadeError } from '../../src/errors.js';
+import { createInFlight, joinKey } from '../../src/read/join.js';
 import { CallBudget } from '../../src/upstream/budget.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { type Endpoint, listRepositories } from '../../src/upstream/endpoints.js';

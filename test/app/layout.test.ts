@@ -81,7 +81,57 @@ function untypedState(file: string, text: string): string[] {
     );
 }
 
+/** The folders of src/ that CONTRIBUTING's layout does not name (`  name/` in its src/ block). */
+function missingFromLayout(folders: readonly string[], contributing: string): string[] {
+  const block = /```\nsrc\/\n([\s\S]*?)\n(?=\S)/.exec(contributing)?.[1] ?? '';
+  const named = new Set([...block.matchAll(/^ {2}([a-z][a-z-]*)\/ /gm)].map((match) => match[1]));
+  return folders.filter((folder) => !named.has(folder));
+}
+
+// The read path's folders, from the schema down: a folder calls only the ones after it.
+const LAYERS = ['schema', 'read', 'cache', 'upstream'];
+
+/** Imports from a layer's file into a layer above it, as `from -> to` (paths in src/). */
+function upwardImports(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const layer = (file: string) => LAYERS.indexOf(relative(SRC, file).split('/')[0] ?? '');
+  return [...graph].flatMap(([from, targets]) =>
+    targets
+      .filter((to) => layer(from) >= 0 && layer(to) >= 0 && layer(to) < layer(from))
+      .map((to) => `${relative(SRC, from)} -> ${relative(SRC, to)}`),
+  );
+}
+
 describe('the layout of src/', () => {
+  it("names every folder of src/ in CONTRIBUTING's layout", () => {
+    const folders = readdirSync(SRC, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    const contributing = readFileSync(resolve(SRC, '../CONTRIBUTING.md'), 'utf8');
+    expect(folders.length).toBeGreaterThan(5);
+    expect(missingFromLayout(folders, contributing)).toEqual([]);
+  });
+
+  it('finds a folder the layout does not name', () => {
+    const text =
+      '# x\n\n```\nsrc/\n  app.ts   the app\n  read/    loaders\n```\ntest/\n  cache/ x\n';
+    expect(missingFromLayout(['read', 'cache'], text)).toEqual(['cache']);
+  });
+
+  it('imports nothing upward along the read path: schema, read, cache, upstream', () => {
+    expect(upwardImports(importGraph())).toEqual([]);
+  });
+
+  it('finds an upward import when there is one', () => {
+    const file = (path: string) => join(SRC, path);
+    const graph = new Map([
+      [file('schema/a.ts'), [file('read/b.ts'), file('upstream/c.ts')]],
+      [file('upstream/c.ts'), [file('read/b.ts'), file('errors.ts')]],
+      [file('read/b.ts'), [file('cache/d.ts')]],
+      [file('cache/d.ts'), [file('read/e.ts')]],
+    ]);
+    expect(upwardImports(graph)).toEqual(['upstream/c.ts -> read/b.ts', 'cache/d.ts -> read/e.ts']);
+  });
+
   it('has no function over 80 lines', () => {
     const long = sources(SRC).flatMap((file) =>
       longFunctions(file, readFileSync(file, 'utf8'), 80),

@@ -1,8 +1,8 @@
 // Routes with values in their path (src/upstream/endpoints.ts): the value is one encoded segment,
 // the template stays the route's name, and a value that cannot be a segment costs nothing.
 import { describe, expect, it } from 'vitest';
-import { createInFlight, joinKey } from '../../src/cache/join.js';
 import { FacadeError } from '../../src/errors.js';
+import { createInFlight, joinKey } from '../../src/read/join.js';
 import { CallBudget } from '../../src/upstream/budget.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { type Endpoint, fillPath } from '../../src/upstream/endpoints.js';

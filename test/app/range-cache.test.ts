@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { heapBytes, memoryBounds } from '../../src/cache/heap.js';
-import type { CachePolicy } from '../../src/cache/policy.js';
-import { createRangeCache, type StaleRule } from '../../src/cache/ranges.js';
 import { createMemoryResponseStore } from '../../src/cache/response-store.js';
+import { createRangeCache, type StaleRule } from '../../src/read/ranges.js';
+import type { CachePolicy } from '../../src/upstream/cache-policy.js';
 import type { Repository, RepositoryList } from '../../src/upstream/repository-list.js';
 import { TENANT } from '../helpers/cache-isolation.js';
 import { createHarness, postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createRefreshes } from '../../src/cache/refresh.js';
+import { createRefreshes } from '../../src/read/refresh.js';
 
 /** A refresh that ends when the test says so, and records the signal it was given. */
 function pending() {

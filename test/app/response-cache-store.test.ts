@@ -1,7 +1,7 @@
 import { type ExecutionResult, GraphQLError } from 'graphql';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { NO_STORE } from '../../src/cache/policy.js';
 import { type Answer, createMemoryResponseStore } from '../../src/cache/response-store.js';
+import { NO_STORE } from '../../src/upstream/cache-policy.js';
 
 const MiB = 1024 * 1024;
 const answer = (text: string, maxAge = 30): Answer => ({

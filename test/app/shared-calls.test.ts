@@ -1,8 +1,8 @@
-// Upstream reads shared across concurrent requests (src/cache/join.ts): who joins whom,
+// Upstream reads shared across concurrent requests (src/read/join.ts): who joins whom,
 // and that the budget, the breaker and cancellation stay each request's own.
 import fc from 'fast-check';
 import { describe, expect, inject, it } from 'vitest';
-import { joinKey } from '../../src/cache/join.js';
+import { joinKey } from '../../src/read/join.js';
 import type { CompletedCall } from '../../src/upstream/client.js';
 import { listRepositories } from '../../src/upstream/endpoints.js';
 import {

@@ -1,7 +1,7 @@
 // RFC 5861 on the kept ranges: stale-while-revalidate answers at once and refreshes in the
 // background; stale-if-error answers a read whose upstream call failed, for the same caller only.
 import { describe, expect, it } from 'vitest';
-import { createRefreshes } from '../../src/cache/refresh.js';
+import { createRefreshes } from '../../src/read/refresh.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 
 const LIST = '{ repositories(limit: 20) { total items { id } } }';

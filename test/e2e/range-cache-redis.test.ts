@@ -3,9 +3,9 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRangeCache } from '../../src/cache/ranges.js';
-import { createRedisRanges } from '../../src/cache/ranges-redis.js';
-import { createRefreshes, type Refreshes } from '../../src/cache/refresh.js';
+import { createRangeCache } from '../../src/read/ranges.js';
+import { createRedisRanges } from '../../src/read/ranges-redis.js';
+import { createRefreshes, type Refreshes } from '../../src/read/refresh.js';
 import type { RedisConnection } from '../../src/redis.js';
 import {
   type HarnessOptions,

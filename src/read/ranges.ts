@@ -1,7 +1,4 @@
 import { LRUCache } from 'lru-cache';
-import type { CallContext } from '../upstream/client.js';
-import { listRepositories } from '../upstream/endpoints.js';
-import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import {
   createEvictions,
   type Evictions,
@@ -12,9 +9,12 @@ import {
   memoryBounds,
   POLICY_BYTES,
   stringBytes,
-} from './heap.js';
+} from '../cache/heap.js';
+import { aged, type CachePolicy, staleWindow, strictestOf } from '../upstream/cache-policy.js';
+import type { CallContext } from '../upstream/client.js';
+import { listRepositories } from '../upstream/endpoints.js';
+import type { Repository, RepositoryList } from '../upstream/repository-list.js';
 import { joinKey } from './join.js';
-import { aged, type CachePolicy, staleWindow, strictestOf } from './policy.js';
 
 // The repository list's fetched ranges, kept per caller: docs/caching.md#ranges.
 

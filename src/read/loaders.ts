@@ -1,16 +1,16 @@
 import DataLoader from 'dataloader';
-import { type InFlight, joinKey } from '../cache/join.js';
-import { type CachePolicy, readsPolicy } from '../cache/policy.js';
-import type { CachedRange, RangeCache } from '../cache/ranges.js';
-import type { SharedRanges } from '../cache/ranges-redis.js';
-import type { Refreshes } from '../cache/refresh.js';
 import { UpstreamBudgetError, UpstreamError } from '../errors.js';
 import type { CacheLookup } from '../telemetry/metrics.js';
-import { isUpstreamFault } from './breaker.js';
-import type { CallBudget } from './budget.js';
-import type { CallContext, CompletedCall } from './client.js';
-import { listRepositories, type PageQuery } from './endpoints.js';
-import type { Repository, RepositoryList } from './repository-list.js';
+import { isUpstreamFault } from '../upstream/breaker.js';
+import type { CallBudget } from '../upstream/budget.js';
+import { type CachePolicy, readsPolicy } from '../upstream/cache-policy.js';
+import type { CallContext, CompletedCall } from '../upstream/client.js';
+import { listRepositories, type PageQuery } from '../upstream/endpoints.js';
+import type { Repository, RepositoryList } from '../upstream/repository-list.js';
+import { type InFlight, joinKey } from './join.js';
+import type { CachedRange, RangeCache } from './ranges.js';
+import type { SharedRanges } from './ranges-redis.js';
+import type { Refreshes } from './refresh.js';
 
 export interface Loaders {
   /**
@@ -57,8 +57,8 @@ export function createPageCap(): PageCap {
 const pageKey = (key: PageQuery) => `${key.limit ?? ''}:${key.offset ?? ''}`;
 
 /**
- * Per request: they hold its credentials and answers. Only calls in flight (src/cache/join.ts)
- * and kept ranges (src/cache/ranges.ts) are shared, and only between alike upstream inputs.
+ * Per request: they hold its credentials and answers. Only calls in flight (src/read/join.ts)
+ * and kept ranges (src/read/ranges.ts) are shared, and only between alike upstream inputs.
  */
 export function createLoaders(
   client: PageSource,

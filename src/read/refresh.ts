@@ -8,11 +8,7 @@ export interface Refreshes {
    * that resolves 'skipped' (another process refreshes) is not counted. False when it was not
    * started.
    */
-  start(
-    key: string,
-    route: string,
-    refresh: (signal: AbortSignal) => Promise<unknown>,
-  ): boolean;
+  start(key: string, route: string, refresh: (signal: AbortSignal) => Promise<unknown>): boolean;
   /** Resolves once every refresh has ended; those still running after `graceMs` are aborted. */
   drain(graceMs: number): Promise<void>;
   readonly running: number;

@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Result } from 'ioredis';
+import { callerShare } from '../cache/heap.js';
 import type { RedisConnection } from '../redis.js';
+import { type CachePolicy, staleWindow } from '../upstream/cache-policy.js';
 import type { RepositoryList } from '../upstream/repository-list.js';
-import { callerShare } from './heap.js';
-import { type CachePolicy, staleWindow } from './policy.js';
 import { type CallerInputs, listKey } from './ranges.js';
 
 // The kept ranges' second tier, in Redis, shared by every worker and replica
