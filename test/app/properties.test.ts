@@ -99,6 +99,42 @@ function post(h: Harness, query: string, variables?: Record<string, unknown>): P
   });
 }
 
+/**
+ * Runs one subscription as graphql-sse's client does and reads its first event (or the refusal
+ * that comes instead), then leaves the stream.
+ */
+async function subscribeFirst(
+  h: Harness,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<Answer> {
+  h.sandbox.clearRequests();
+  const response = await h.app.fetch('http://facade.test/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ query, variables }),
+  });
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!/^data: .*\n/m.test(text)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  await reader.cancel();
+  const json = response.headers.get('content-type')?.startsWith('text/event-stream')
+    ? (/^data: (.*)$/m.exec(text)?.[1] ?? '')
+    : text;
+  let body: Answer['body'];
+  try {
+    body = JSON.parse(json) as Answer['body'];
+  } catch {
+    body = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, body };
+}
+
 /** The upstream calls since the operation started, as 'METHOD /path'. */
 const routes = () => upstreamRequests(h.sandbox).map((r) => `${r.method} ${r.path}`);
 
@@ -165,7 +201,7 @@ function expectAnswered(answer: Answer, field: string) {
 /** Builds the operation either with variables or with the same values inlined as literals. */
 function operation(
   form: Form,
-  kind: 'query' | 'mutation',
+  kind: 'query' | 'mutation' | 'subscription',
   field: string,
   args: Record<string, { type: string; value: unknown }>,
   selection: string,
@@ -364,6 +400,36 @@ describe('root field arguments', () => {
     );
   });
 
+  it('Subscription.domainDnsCheck(domain, verificationCode): watches every DNS name, refuses the rest before any look-up, never calls the upstream', async () => {
+    await fc.assert(
+      fc.asyncProperty(anyForm, anyDomain, optional(anyText), async (form, domain, code) => {
+        dns.clearQueries();
+        const args = {
+          domain: { type: 'String!', value: domain },
+          verificationCode: { type: 'String', value: code },
+        };
+        const op = operation(form, 'subscription', 'domainDnsCheck', args, 'host matches error');
+        const answer = await subscribeFirst(h, ...spread(op));
+        expectContractAnswer(answer);
+        expect(routes(), 'domainDnsCheck called the upstream').toEqual([]);
+        const { verdict, ascii } = domainVerdict(domain);
+        const blankCode = typeof code === 'string' && code.trim() === '';
+        if (verdict === 'invalid') {
+          const issues: Issue[] = [{ path: 'domain', kind: 'invalid' }];
+          if (blankCode) issues.push({ path: 'verificationCode', kind: 'either' });
+          expectRefused(answer, 'domainDnsCheck', issues, form);
+          expect(dns.queries(), 'an invalid domain was looked up').toEqual([]);
+        }
+        if (verdict === 'valid' && !blankCode) {
+          expectAnswered(answer, 'domainDnsCheck');
+          const check = answer.body?.data?.domainDnsCheck as { host: string };
+          expect(check.host).toBe(`_service_custom_hostname.${ascii}`);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   for (const [field, route, selection] of [
     [
       'createDomainVerification',
@@ -483,7 +549,8 @@ describe('root fields', () => {
       const [, field, args = ''] = /^(\w+\.\w+)\(([\w, ]*)\): /.exec(title) ?? [];
       if (field) claimed.set(field, new Set([...(claimed.get(field) ?? []), ...args.split(', ')]));
     }
-    const served = [schema.getQueryType(), schema.getMutationType()].flatMap((type) =>
+    const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()];
+    const served = roots.flatMap((type) =>
       Object.values(type?.getFields() ?? {})
         .filter((field) => !FEDERATION_FIELDS.has(field.name))
         .map((field) => ({ name: `${type?.name}.${field.name}`, args: field.args })),
