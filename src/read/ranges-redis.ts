@@ -20,6 +20,8 @@ const MARKS_KEY = `${ROOT}index:marks`;
 // What used_memory grows by beyond the strings counted, per range: counted, so that small ranges
 // cannot fill a multiple of the bound.
 const ENTRY_OVERHEAD_BYTES = 300;
+// And per caller: its sorted set of ranges and its count.
+const CALLER_OVERHEAD_BYTES = 400;
 // Ranges dropped per write at most: no script holds Redis for long.
 const DROPS_PER_WRITE = 100;
 // Kept ranges a look-up reads at most per range asked, the latest-starting first.
@@ -41,7 +43,10 @@ local function drop(gone)
   if owner then
     redis.call('DEL', prefix .. gone)
     redis.call('ZREM', prefix .. 'list:' .. owner, gone)
-    if redis.call('HINCRBY', callers, owner, -size) <= 0 then redis.call('HDEL', callers, owner) end
+    if redis.call('HINCRBY', callers, owner, -size) <= 0 then
+      redis.call('HDEL', callers, owner)
+      total = total - perCaller - #owner
+    end
   end
 end
 local function purge(now, room)
@@ -63,6 +68,7 @@ const INDEX = `
 local sizes, expiry, bytes, callers, marks = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local list, mark, prefix = KEYS[6], KEYS[7], KEYS[8]
 local total = tonumber(redis.call('GET', bytes) or '0')
+local perCaller = ${CALLER_OVERHEAD_BYTES}
 `;
 
 // KEYS: the caller's ranges, its mark, ROOT. ARGV: candidates, then start and end of each range
@@ -103,21 +109,25 @@ for _, gone in ipairs(redis.call('ZRANGEBYSCORE', list, start, '+inf', 'LIMIT', 
 end
 if redis.call('HEXISTS', sizes, member) == 1 then drop(member) end
 local size = #value + 4 * #member + overhead
+-- What keeping it adds at most: its caller's count may be new.
+local adds = size + perCaller + #caller
 local kept = 0
-if tonumber(redis.call('HGET', callers, caller) or '0') + size <= share then
-  while total + size > bound and room > 0 do
+if tonumber(redis.call('HGET', callers, caller) or '0') + adds <= share then
+  while total + adds > bound and room > 0 do
     local soonest = redis.call('ZRANGE', expiry, 0, 0)[1]
     if not soonest then break end
     drop(soonest)
     room = room - 1
   end
-  if total + size <= bound then
+  if total + adds <= bound then
     redis.call('SET', prefix .. member, value, 'PX', ttl)
     redis.call('HSET', sizes, member, size)
     redis.call('ZADD', expiry, now + ttl, member)
     redis.call('ZADD', list, start, member)
     redis.call('PEXPIRE', list, math.max(redis.call('PTTL', list), ttl))
-    redis.call('HINCRBY', callers, caller, size)
+    if redis.call('HINCRBY', callers, caller, size) == size then
+      total = total + perCaller + #caller
+    end
     total = total + size
     kept = 1
   end
