@@ -298,10 +298,27 @@ async function assemble(
   writeFileSync(configFile, haproxyConfig(socket, balancerPort, replicas));
   const balancer = run(['haproxy', '-db', '-f', configFile], {});
   children.push(balancer.child);
+  // Its runtime API answers once it has bound everything; the port alone could be another's.
+  const admin = async (command: string) => {
+    const { exitCode, signalCode } = balancer.child;
+    if (exitCode !== null || signalCode !== null)
+      throw new Error(`haproxy exited (${exitCode ?? signalCode}):\n${balancer.stderr()}`);
+    return haproxyCommand(socket, command);
+  };
+  const deadline = Date.now() + 10_000;
+  while (
+    !(await admin('show info').then(
+      (info) => info.includes('Pid:'),
+      () => false,
+    ))
+  ) {
+    if (Date.now() > deadline) throw new Error(`haproxy did not start:\n${balancer.stderr()}`);
+    await sleep(50);
+  }
   await waitForPort(balancerPort);
 
   const states = async () => {
-    const csv = await haproxyCommand(socket, 'show stat');
+    const csv = await admin('show stat');
     const [header = '', ...rows] = csv.trim().split('\n');
     const columns = header.replace(/^# /, '').split(',');
     const [proxy, server, status] = ['pxname', 'svname', 'status'].map((name) =>
@@ -332,7 +349,7 @@ async function assemble(
   const restart = async (replica: Replica, { preStop = true, whileDown }: RestartOptions = {}) => {
     if (preStop) {
       // The endpoint's removal: no new request goes to it, those in flight finish.
-      await haproxyCommand(socket, `set server ${server(replica)} state drain`);
+      await admin(`set server ${server(replica)} state drain`);
       await untilState(replica, (state) => state === 'DRAIN');
     }
     // The facade drains on SIGTERM: /readiness answers 503, requests in flight finish, it exits.
@@ -342,7 +359,7 @@ async function assemble(
     await untilState(replica, (state) => state !== 'UP');
     await whileDown?.();
     replica.child = await launch(replica);
-    if (preStop) await haproxyCommand(socket, `set server ${server(replica)} state ready`);
+    if (preStop) await admin(`set server ${server(replica)} state ready`);
     await untilState(replica, (state) => state === 'UP');
   };
 
