@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisConnection, RedisMiss } from '../../src/redis.js';
+import { createLogger } from '../../src/telemetry/logger.js';
 import { connected, hasRedis, startRedis, stopRedis } from '../helpers/redis.js';
 
 // The connection's own time to skip Redis after failures in a row, and a little more.
@@ -12,15 +13,19 @@ describe.skipIf(!hasRedis)("the Redis connection's circuit, over a paused redis-
   let redis: RedisConnection;
   const misses: RedisMiss[] = [];
   const availability: boolean[] = [];
+  const lines: Array<{ level: string; msg: string; err?: unknown }> = [];
+  let where = '';
 
   beforeAll(async () => {
     const started = await startRedis();
     redisProcess = started.process;
+    where = started.url;
     // A deadline long enough that a trial command is still waiting while the others are sent.
     redis = await connected(started.url, {
       timeoutMs: 1_500,
       onMiss: (reason) => misses.push(reason),
       onAvailability: (available) => availability.push(available),
+      logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line)) }),
     });
   }, 30_000);
 
@@ -69,5 +74,20 @@ describe.skipIf(!hasRedis)("the Redis connection's circuit, over a paused redis-
     expect(await redis.run(() => redis.client.ping())).toBe('PONG');
     expect(redis.available).toBe(true);
     expect(availability).toEqual([true, false, true]);
+    // One line when it went away (a warning, without a stack) and one when it came back; none at
+    // the start, which the start-up line covers.
+    expect(lines.map(({ level, msg }) => [level, msg])).toEqual([
+      [
+        'warn',
+        `Redis at ${where} not answering; each process counts and keeps in memory until it does`,
+      ],
+      ['info', `Redis at ${where} answering again`],
+    ]);
+    expect(lines[0]?.err).toBeUndefined();
+    redis.disconnect();
+    // Closed on purpose, once its socket has closed: unavailable, and nothing more said.
+    await expect.poll(() => redis.available).toBe(false);
+    expect(await redis.ready(50)).toBe(false);
+    expect(lines).toHaveLength(2);
   }, 30_000);
 });
