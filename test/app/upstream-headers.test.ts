@@ -322,6 +322,30 @@ describe('strictestHeaders', () => {
     });
   });
 
+  it('reads the remaining of each RateLimit form: first member, spaced, several digits', () => {
+    const pairOf = (...fields: string[]) =>
+      strictestHeaders([
+        fields.map((ratelimit, i) => attempt(i + 1, { ratelimit, 'ratelimit-policy': `p${i}` })),
+      ]);
+    // The drafts' form, remaining first.
+    expect(pairOf('remaining=3, limit=10', '"b";r=5;t=1')?.['ratelimit-policy']).toBe('p0');
+    expect(pairOf('"b";r=5;t=1', '"a"; r=1;t=1')?.['ratelimit-policy']).toBe('p1');
+    expect(pairOf('"a";r=12;t=1', '"b";r=5;t=1')?.['ratelimit-policy']).toBe('p1');
+    // Of two alike, the first.
+    expect(pairOf('"a";r=2;t=1', '"b";r=2;t=1')?.['ratelimit-policy']).toBe('p0');
+  });
+
+  it('never passes a RateLimit-Policy without the RateLimit of its own call', () => {
+    expect(
+      strictestHeaders([
+        [
+          attempt(1, { ratelimit: '"a";r=1;t=1' }),
+          attempt(2, { 'ratelimit-policy': '"b";q=5;w=1' }),
+        ],
+      ]),
+    ).toEqual({ ratelimit: '"a";r=1;t=1' });
+  });
+
   it("counts a retried call's last attempt only", () => {
     const merged = strictestHeaders([
       [
@@ -352,6 +376,24 @@ describe('useUpstreamHeaders', () => {
     useUpstreamHeaders().onResponse?.({ request, response, serverContext } as ResponseArgs);
     return response.headers;
   }
+
+  it("passes the upstream's pair when the facade states none, and exposes exactly what it adds", () => {
+    const headers = answer(
+      { 'access-control-expose-headers': 'x-request-id' },
+      { ratelimit: '"up";r=5;t=1', 'ratelimit-policy': '"up";q=9;w=1', 'x-ratelimit-scope': 'a' },
+    );
+    expect(headers.get('ratelimit')).toBe('"up";r=5;t=1');
+    expect(headers.get('ratelimit-policy')).toBe('"up";q=9;w=1');
+    expect(
+      headers
+        .get('access-control-expose-headers')
+        ?.split(/\s*,\s*/)
+        .sort(),
+    ).toEqual(['ratelimit', 'ratelimit-policy', 'x-ratelimit-scope', 'x-request-id']);
+    // Either field of its own keeps the upstream's pair out whole.
+    const own = answer({ 'ratelimit-policy': '"facade";q=1;w=1' }, { ratelimit: '"up";r=5;t=1' });
+    expect(own.has('ratelimit')).toBe(false);
+  });
 
   it("keeps the facade's own limit over the upstream's", () => {
     const headers = answer(
