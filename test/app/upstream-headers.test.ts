@@ -478,6 +478,17 @@ describe('strictestHeaders, values that do not read as numbers', () => {
       ]),
     ).toEqual({ 'ratelimit-remaining': '4', 'x-ratelimit-reset': '30' });
   });
+
+  it('keeps the first of two values that do not read as numbers, and the first of a name without a rule', () => {
+    expect(
+      strictestHeaders([
+        [
+          attempt(1, { 'ratelimit-remaining': 'n/a', [OWN_NAME]: 'eu' }),
+          attempt(2, { 'ratelimit-remaining': 'soon', [OWN_NAME]: '5' }),
+        ],
+      ]),
+    ).toEqual({ 'ratelimit-remaining': 'n/a', [OWN_NAME]: 'eu' });
+  });
 });
 
 describe('UPSTREAM_RESPONSE_HEADERS', () => {
