@@ -1,7 +1,8 @@
 // What the facade keeps per document text across requests (Yoga's parsed documents, the errors of
 // those that fail to parse, their validation results, graphql-jit's compiled queries), within one
-// bound in bytes: what one document holds is its sender's choice (a 4 KB document of unknown
-// fields holds about a megabyte of errors), so a bound by count bounds nothing (docs/caching.md#bounds).
+// bound in bytes: what one document holds is its sender's choice (a few kilobytes of unknown
+// fields hold hundreds of times their size in tree and errors), so a bound by count bounds nothing
+// (docs/caching.md#bounds).
 import type { JITCache } from '@envelop/graphql-jit';
 import type { DocumentNode, GraphQLError, GraphQLSchema, ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
