@@ -93,6 +93,9 @@ export function createRedisResponseStore(
       const elapsed = kept.policy.maxAge * 1000 - found.msLeft;
       return agedAnswer(kept.text, extensions, kept.policy, elapsed, data);
     },
+    forgetHere(session) {
+      memory.evictSession(session);
+    },
     async evictSession(session) {
       memory.evictSession(session);
       try {

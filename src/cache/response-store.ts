@@ -34,6 +34,11 @@ export interface ResponseStore {
   set(key: string, answer: Answer, since: number): void | Promise<void>;
   /** Forgets every answer kept for `session`; never rejects. */
   evictSession(session: string): void | Promise<void>;
+  /**
+   * Forgets what this process alone keeps for `session`, as another worker asked after the
+   * session's mutation (what is shared, that worker has evicted already).
+   */
+  forgetHere(session: string): void;
 }
 
 export const sessionOf = (key: string) => key.slice(0, key.indexOf(':'));
@@ -126,6 +131,10 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
     if (answers.size === 0) sessions.delete(name);
     else sessions.set(name, { answers, bytes });
   };
+  const evict = (session: string) => {
+    evictions.record(session);
+    sessions.delete(session);
+  };
   return {
     kind: 'memory',
     get empty() {
@@ -183,9 +192,7 @@ export function createMemoryResponseStore(maxBytes: number): ResponseStore {
       session.answers.set(operation, kept);
       return answer;
     },
-    evictSession(session) {
-      evictions.record(session);
-      sessions.delete(session);
-    },
+    evictSession: evict,
+    forgetHere: evict,
   };
 }

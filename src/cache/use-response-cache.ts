@@ -78,8 +78,11 @@ export function useResponseCache({
       const context = args.contextValue;
       const { request, params } = context;
       if (getOperationAST(args.document, args.operationName)?.operation === 'mutation') {
+        // Hashed before execution: the kept ranges' eviction, later in the pipeline, sends it to
+        // the other workers beside the caller's ranges.
+        const name = session(context, request);
         return {
-          onExecuteDone: () => store.evictSession(session(context, request)),
+          onExecuteDone: () => store.evictSession(name),
         };
       }
       const since = Date.now();

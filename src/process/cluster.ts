@@ -3,6 +3,7 @@ import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import type { Config } from '../config/load.js';
 import type { MetricsSource } from '../http/use-metrics.js';
+import type { CallerKeys } from '../read/ranges.js';
 import type { Logger } from '../telemetry/logger.js';
 
 // prom-client and rate-limiter-flexible share the IPC channel: our messages have this prefix.
@@ -11,14 +12,15 @@ const METRICS_REQUEST = 'facade:metrics-request';
 const METRICS_REPLY = 'facade:metrics-reply';
 const FORGET = 'facade:forget-ranges';
 const FORGOTTEN = 'facade:forgotten-ranges';
-// How long a mutation waits at most for the other workers to forget its caller's kept ranges.
+// How long a mutation waits at most for the other workers to forget its caller's kept ranges and
+// answers.
 const FORGET_WAIT_MS = 200;
 
 type Message =
   | { type: typeof READY; ready: boolean }
   | { type: typeof METRICS_REQUEST; id: number }
   | ({ type: typeof METRICS_REPLY; id: number } & MetricsText)
-  | { type: typeof FORGET; id: number; key: string }
+  | { type: typeof FORGET; id: number; keys: CallerKeys }
   | { type: typeof FORGOTTEN; id: number };
 
 const isMessage = (value: unknown): value is Message =>
@@ -32,7 +34,7 @@ type MetricsText = Awaited<ReturnType<MetricsSource>>;
 /**
  * In a worker (undefined in a single process): whether every worker listens, false again while
  * one is replaced, the whole cluster's metrics, asked of the primary, and a caller's kept ranges
- * forgotten by every worker.
+ * and answers forgotten by every worker.
  */
 export function workerLink() {
   const worker = cluster.worker;
@@ -41,7 +43,7 @@ export function workerLink() {
   let next = 0;
   const pending = new Map<number, (reply: MetricsText) => void>();
   const forgetting = new Map<number, () => void>();
-  let forget: ((key: string) => void) | undefined;
+  let forget: ((keys: CallerKeys) => void) | undefined;
   process.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
     if (message.type === READY) ready = message.ready;
@@ -50,7 +52,7 @@ export function workerLink() {
       pending.delete(message.id);
     }
     if (message.type === FORGET) {
-      forget?.(message.key);
+      forget?.(message.keys);
       process.send?.({ type: FORGOTTEN, id: message.id } satisfies Message);
     }
     if (message.type === FORGOTTEN) forgetting.get(message.id)?.();
@@ -58,12 +60,12 @@ export function workerLink() {
   return {
     id: String(worker.id),
     clusterReady: () => ready,
-    /** What this worker does when another forgets a caller's kept ranges (their key). */
-    onForget(listener: (key: string) => void) {
+    /** What this worker does when another forgets a caller's kept ranges and answers. */
+    onForget(listener: (keys: CallerKeys) => void) {
       forget = listener;
     },
     /** Resolves once every other worker has forgotten them, or after FORGET_WAIT_MS. */
-    forgetElsewhere: (key: string) =>
+    forgetElsewhere: (keys: CallerKeys) =>
       new Promise<void>((resolve) => {
         const id = next++;
         const done = () => {
@@ -73,7 +75,7 @@ export function workerLink() {
         };
         const timer = setTimeout(done, FORGET_WAIT_MS);
         forgetting.set(id, done);
-        process.send?.({ type: FORGET, id, key } satisfies Message);
+        process.send?.({ type: FORGET, id, keys } satisfies Message);
       }),
     metrics: () =>
       new Promise<MetricsText>((resolve) => {
@@ -115,12 +117,12 @@ function clusterRegistry() {
 
 const workers = () => Object.values(cluster.workers ?? {});
 
-/** A worker's mutation: every other worker forgets the caller's ranges, then it is told. */
+/** A worker's mutation: every other worker forgets the caller's ranges and answers, then it is told. */
 function createForgetRelay() {
   const relays = new Map<number, { left: number; done: () => void }>();
   let relayed = 0;
   return {
-    forget(from: Worker, id: number, key: string) {
+    forget(from: Worker, id: number, keys: CallerKeys) {
       const reply = () => {
         if (from.isConnected()) from.send({ type: FORGOTTEN, id } satisfies Message);
       };
@@ -130,7 +132,7 @@ function createForgetRelay() {
       relays.set(relay, { left: others.length, done: reply });
       // A worker that dies meanwhile never answers: the asking worker stops waiting by itself.
       setTimeout(() => relays.delete(relay), FORGET_WAIT_MS).unref();
-      for (const other of others) other?.send({ type: FORGET, id: relay, key } satisfies Message);
+      for (const other of others) other?.send({ type: FORGET, id: relay, keys } satisfies Message);
     },
     forgotten(relay: number) {
       const waiting = relays.get(relay);
@@ -139,7 +141,7 @@ function createForgetRelay() {
       waiting.done();
     },
     receive(from: Worker, message: Message) {
-      if (message.type === FORGET) this.forget(from, message.id, message.key);
+      if (message.type === FORGET) this.forget(from, message.id, message.keys);
       if (message.type === FORGOTTEN) this.forgotten(message.id);
     },
   };

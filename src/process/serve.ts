@@ -5,14 +5,15 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import { createApp, PATHS } from '../app.js';
-import { createRangeCache } from '../read/ranges.js';
-import { createRedisRanges } from '../read/ranges-redis.js';
 import { createRedisResponseStore } from '../cache/redis-store.js';
-import { createRefreshes } from '../read/refresh.js';
+import { createMemoryResponseStore, type ResponseStore } from '../cache/response-store.js';
 import { type Config, ConfigError, loadConfig } from '../config/load.js';
 import { createCredentialPolicy } from '../credentials.js';
 import { createHealth } from '../http/health.js';
 import { type MetricsSource, metricsListener, registrySource } from '../http/use-metrics.js';
+import { createRangeCache } from '../read/ranges.js';
+import { createRedisRanges } from '../read/ranges-redis.js';
+import { createRefreshes } from '../read/refresh.js';
 import { connectRedis, type RedisConnection } from '../redis.js';
 import { createMemoryApqStore, createRedisApqStore } from '../security/use-apq.js';
 import { createRateLimiter } from '../security/use-rate-limit.js';
@@ -189,8 +190,7 @@ async function start(config: ServingConfig, logger: Logger) {
     metrics,
     health,
     rateLimiter,
-    ...createStores(config, redis),
-    rangeCache: createProcessRanges(config, link),
+    ...createStores(config, redis, link),
     metricsSource: config.metricsPort === undefined ? link?.metrics : null,
     tracing,
   });
@@ -237,8 +237,24 @@ async function connectSharedRedis(
   return redis;
 }
 
-function createStores(config: Config, redis: RedisConnection | undefined) {
+/** With REDIS_URL, whether the repository list's kept ranges have their tier in Redis. */
+const rangesInRedis = ({ responseCache }: Config) =>
+  responseCache.enabled && responseCache.rangeRedisBytes > 0;
+
+function createStores(
+  config: Config,
+  redis: RedisConnection | undefined,
+  link: ReturnType<typeof workerLink>,
+) {
   const { apq, responseCache } = config;
+  const responseStore = !responseCache.enabled
+    ? undefined
+    : redis
+      ? createRedisResponseStore(redis, {
+          redisBytes: responseCache.redisBytes,
+          memoryBytes: responseCache.maxBytes,
+        })
+      : createMemoryResponseStore(responseCache.maxBytes);
   return {
     apqStore: !apq.enabled
       ? undefined
@@ -249,26 +265,31 @@ function createStores(config: Config, redis: RedisConnection | undefined) {
             memoryBytes: apq.cacheBytes,
           })
         : createMemoryApqStore(apq.cacheBytes),
-    responseStore:
-      redis && responseCache.enabled
-        ? createRedisResponseStore(redis, {
-            redisBytes: responseCache.redisBytes,
-            memoryBytes: responseCache.maxBytes,
-          })
-        : undefined,
+    responseStore,
     sharedRanges:
-      redis && responseCache.enabled && responseCache.rangeRedisBytes > 0
+      redis && rangesInRedis(config)
         ? createRedisRanges(redis, { redisBytes: responseCache.rangeRedisBytes })
         : undefined,
+    rangeCache: createProcessRanges(config, link, responseStore),
   };
 }
 
-/** The kept ranges of this process; with workers, a caller's mutation reaches every worker's. */
-function createProcessRanges(config: Config, link: ReturnType<typeof workerLink>) {
+/**
+ * The kept ranges of this process; with workers, a caller's mutation reaches every worker's, and
+ * the answers each worker keeps in memory for the caller, in the same message.
+ */
+function createProcessRanges(
+  config: Config,
+  link: ReturnType<typeof workerLink>,
+  answers: ResponseStore | undefined,
+) {
   if (!config.responseCache.enabled) return undefined;
   const forgetElsewhere = link?.forgetElsewhere;
   const ranges = createRangeCache(config.responseCache.maxBytes, { forgetElsewhere });
-  link?.onForget((key) => ranges.forgetKey(key));
+  link?.onForget((keys) => {
+    ranges.forgetKey(keys.ranges);
+    if (keys.answers !== undefined) answers?.forgetHere(keys.answers);
+  });
   return ranges;
 }
 
@@ -296,6 +317,7 @@ async function announce(config: ServingConfig, logger: Logger, started: Started)
       rateLimiter && 'rate limits',
       config.apq.enabled && 'APQ documents',
       config.responseCache.enabled && 'answers',
+      rangesInRedis(config) && "the repository list's kept ranges",
     ].filter(Boolean);
     const what = `${shared.slice(0, -1).join(', ')}${shared.length > 1 ? ' and ' : ''}${shared.at(-1)}`;
     const fields = {

@@ -195,7 +195,7 @@ export class RangeCache {
   readonly #evictions: Evictions;
   readonly #lists: LRUCache<string, List>;
 
-  readonly #forgetElsewhere: ((key: string) => Promise<void>) | undefined;
+  readonly #forgetElsewhere: ((keys: CallerKeys) => Promise<void>) | undefined;
 
   constructor(maxBytes: number, options: RangeCacheOptions = {}) {
     this.#forgetElsewhere = options.forgetElsewhere;
@@ -299,12 +299,13 @@ export class RangeCache {
 
   /**
    * Forgets every range kept for this caller (after its mutation), here and in the processes
-   * `forgetElsewhere` reaches; resolves once they have.
+   * `forgetElsewhere` reaches, which forget the caller's kept answers (`answers`, its response
+   * cache session) in the same message; resolves once they have.
    */
-  evictCaller(call: CallerInputs): Promise<void> {
+  evictCaller(call: CallerInputs, answers?: string): Promise<void> {
     const key = listKey(call);
     this.forgetKey(key);
-    return this.#forgetElsewhere?.(key) ?? Promise.resolve();
+    return this.#forgetElsewhere?.({ ranges: key, answers }) ?? Promise.resolve();
   }
 
   /** Forgets every range kept under `key`, as another process asked. */
@@ -319,9 +320,16 @@ export class RangeCache {
   }
 }
 
+/** What the other processes of the pod forget of a caller: its ranges, and its kept answers. */
+export interface CallerKeys {
+  ranges: string;
+  /** The caller's response cache session, when its answers are to be forgotten too. */
+  answers?: string | undefined;
+}
+
 export interface RangeCacheOptions {
-  /** Tells the other processes of the pod (WORKERS) to forget a caller's ranges. */
-  forgetElsewhere?: ((key: string) => Promise<void>) | undefined;
+  /** Tells the other processes of the pod (WORKERS) to forget a caller's ranges and answers. */
+  forgetElsewhere?: ((keys: CallerKeys) => Promise<void>) | undefined;
 }
 
 export const createRangeCache = (maxBytes: number, options?: RangeCacheOptions) =>

@@ -1,6 +1,7 @@
 import { type ExecutionResult, getOperationAST } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context, ServerContext } from '../context.js';
+import { requestState } from '../request-state.js';
 import { listRepositories } from '../upstream/endpoints.js';
 import type { RangeCache } from './ranges.js';
 import type { SharedRanges } from './ranges-redis.js';
@@ -32,8 +33,9 @@ function withRanges<T extends ExecutionResult>(
 
 /**
  * A mutation, once it has run, forgets its caller's ranges, in every process before it answers
- * when they are shared; where the upstream calls are shown, so are the ranges answered with none
- * (docs/caching.md#ranges). After the upstreamCalls stage.
+ * when they are shared, and with them, in the other workers, the caller's answers the response
+ * cache keeps in memory; where the upstream calls are shown, so are the ranges answered with none
+ * (docs/caching.md#ranges). After the upstreamCalls and responseCache stages.
  */
 export function useRangeCache(
   ranges: RangeCache,
@@ -48,8 +50,10 @@ export function useRangeCache(
         onExecuteDone: async ({ result }) => {
           if (mutation) {
             // Within Redis's deadline: a Redis away leaves the other replicas' to expire.
+            // The response cache's session, hashed before execution when the cache is on.
+            const answers = requestState(context).cacheSession;
             await Promise.all([
-              ranges.evictCaller(context.call),
+              ranges.evictCaller(context.call, answers),
               shared?.evictCaller(context.call).catch(() => {}),
             ]);
           }

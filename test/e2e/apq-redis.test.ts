@@ -128,7 +128,12 @@ describe('APQ documents in Redis, shared by two replicas', () => {
 
     it('shares documents with a facade process started with REDIS_URL', async () => {
       // A deadline a loaded test machine cannot miss: what is tested here is the sharing.
-      const facade = await startFacade({ REDIS_URL: redisUrl, REDIS_TIMEOUT_MS: '2000' });
+      // No kept ranges in Redis: the start-up line names only what is shared.
+      const facade = await startFacade({
+        REDIS_URL: redisUrl,
+        REDIS_TIMEOUT_MS: '2000',
+        RANGE_CACHE_REDIS_BYTES: '0',
+      });
       try {
         await expect
           .poll(() => facade.lines.some((line) => line.store === 'redis'), { timeout: 5_000 })

@@ -38,11 +38,11 @@ describe.skipIf(!hasRedis)('a facade whose Redis is down from the start', () => 
     const startup = facade.lines.find((line) => line.store === 'redis');
     expect(startup).toMatchObject({
       answered: false,
-      shared: ['rate limits', 'APQ documents', 'answers'],
+      shared: ['rate limits', 'APQ documents', 'answers', "the repository list's kept ranges"],
       prefix: 'graphql-facade:',
     });
     expect(String(startup?.msg)).toMatch(
-      /^Rate limits, APQ documents and answers to be shared in Redis at redis:\/\/127\.0\.0\.1:\d+, which has not answered/,
+      /^Rate limits, APQ documents, answers and the repository list's kept ranges to be shared in Redis at redis:\/\/127\.0\.0\.1:\d+, which has not answered/,
     );
     // ioredis retries every second: one line said it is away, none repeats it, none has a stack.
     await sleep(3_000);
