@@ -104,7 +104,9 @@ describe('configuration errors', () => {
         /^Cannot start: METRICS_PORT: .*EADDRINUSE/,
       ],
     ];
-    const results = await Promise.all(cases.map(([env]) => runFacade(env)));
+    // Each process loads the whole app before it reads its configuration, five at once: on a
+    // loaded machine one takes well over runFacade's default 20 s before it is killed.
+    const results = await Promise.all(cases.map(([env]) => runFacade(env, 80_000)));
     for (const [index, [env, pattern, secret]] of cases.entries()) {
       const result = results[index];
       const what = JSON.stringify(env);
@@ -117,7 +119,7 @@ describe('configuration errors', () => {
       if (secret) expect(`${result?.stderr}${result?.stdout}`, what).not.toContain(secret);
       expect(result?.stdout, what).toBe('');
     }
-  }, 60_000);
+  }, 90_000);
 
   it('reports a busy port at once, before the workers', async () => {
     // Never called: nothing starts before the port is found busy.
