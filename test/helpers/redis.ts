@@ -250,7 +250,8 @@ export async function startRedisSentinel(
   };
   const server = async (args: string[]): Promise<RedisNode> => {
     const port = await freePort();
-    const child = spawn('redis-server', ['--port', String(port), ...BARE, ...args], {
+    // A replica writes what it receives to disk, in its own folder rather than the work tree.
+    const child = spawn('redis-server', ['--port', String(port), ...BARE, '--dir', dir, ...args], {
       stdio: 'ignore',
     });
     const node = { port, process: child };
