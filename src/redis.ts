@@ -115,14 +115,43 @@ async function createClient(url: string, options: RedisOptions): Promise<RedisCl
   }
 }
 
-export async function connectRedis(url: string, options: RedisOptions): Promise<RedisConnection> {
-  const { logger } = options;
-  const where = redisWhere(url);
-  const client = await createClient(url, options);
-  const circuit = circuitBreaker(handleAll, {
-    halfOpenAfter: SKIP_MS,
-    breaker: new ConsecutiveBreaker(FAILURES_TO_SKIP),
+/** Why a command missed, for REDIS misses' metric. */
+function missReason(error: unknown): RedisMiss {
+  if (error instanceof BrokenCircuitError) return 'skipped';
+  return error instanceof Error && error.message === 'Command timed out' ? 'timeout' : 'error';
+}
+
+function withDeadline<T>(command: () => Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new RedisDeadline()), timeoutMs);
+    command().then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
+}
+
+/** Whether Redis is connected and not skipped, told once per change. */
+interface Availability {
+  readonly connected: boolean;
+  readonly available: boolean;
+  /** A deliberate close (a shutdown) is not a Redis gone away. */
+  close(): void;
+}
+
+function trackAvailability(
+  client: RedisClient,
+  circuit: ReturnType<typeof circuitBreaker>,
+  options: RedisOptions,
+  where: string,
+): Availability {
+  const { logger } = options;
   // Unknown until it first answers: a Redis down from the start is not "available".
   let connected = client.status === 'ready';
   let skipped = false;
@@ -167,35 +196,36 @@ export async function connectRedis(url: string, options: RedisOptions): Promise<
     skipped = false;
     update();
   });
+  return {
+    get connected() {
+      return connected;
+    },
+    get available() {
+      return available;
+    },
+    close() {
+      closing = true;
+    },
+  };
+}
+
+export async function connectRedis(url: string, options: RedisOptions): Promise<RedisConnection> {
+  const where = redisWhere(url);
+  const client = await createClient(url, options);
+  const circuit = circuitBreaker(handleAll, {
+    halfOpenAfter: SKIP_MS,
+    breaker: new ConsecutiveBreaker(FAILURES_TO_SKIP),
+  });
+  const state = trackAvailability(client, circuit, options, where);
   const missed = (error: unknown): never => {
-    options.onMiss?.(
-      error instanceof BrokenCircuitError
-        ? 'skipped'
-        : error instanceof Error && error.message === 'Command timed out'
-          ? 'timeout'
-          : 'error',
-    );
+    options.onMiss?.(missReason(error));
     throw error;
   };
-  const deadline = <T>(command: () => Promise<T>): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new RedisDeadline()), options.timeoutMs);
-      command().then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
 
   return {
     client,
     get available() {
-      return available;
+      return state.available;
     },
     where,
     run(command) {
@@ -203,13 +233,13 @@ export async function connectRedis(url: string, options: RedisOptions): Promise<
       // that a reconnected Redis (a new master) is used at once. cockatiel makes calls wait for a
       // half-open circuit's trial; a request does not wait.
       const attempt =
-        !connected || circuit.state === CircuitState.HalfOpen
+        !state.connected || circuit.state === CircuitState.HalfOpen
           ? Promise.reject(new BrokenCircuitError())
-          : circuit.execute(() => deadline(command));
+          : circuit.execute(() => withDeadline(command, options.timeoutMs));
       return attempt.catch(missed);
     },
     ready(timeoutMs) {
-      if (connected) return Promise.resolve(true);
+      if (state.connected) return Promise.resolve(true);
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
           client.off('ready', onReady);
@@ -223,8 +253,7 @@ export async function connectRedis(url: string, options: RedisOptions): Promise<
       });
     },
     disconnect() {
-      // Closed on purpose (a shutdown): not a Redis gone away.
-      closing = true;
+      state.close();
       client.disconnect();
     },
   };
