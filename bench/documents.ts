@@ -29,11 +29,18 @@ const KB = 1024;
  * The worst documents within the default limits (1 MiB bodies, 2,000 tokens), each made distinct
  * by its number: text that is kept, trees of many tokens, errors by the thousand.
  */
-export const SHAPES: Record<string, { make: (n: number) => string }> = {
+export const SHAPES: Record<string, { make: (n: number) => string; runs?: number }> = {
   // Valid and executed, so graphql-jit compiles it: 2.4 KB of fields.
   'valid, 2.4 KB of fields': {
     make: (n) =>
       `query Q${n} { repositories(limit: 1) { total items { ${'id defaultBranch '.repeat(140)}} } }`,
+  },
+  // Valid, its name the whole text, each run with another page size: what a stage keeps per
+  // document and per set of variables (the cost) must not hold a copy of the name each time.
+  'valid, 1 MB operation name, 32 page sizes': {
+    make: (n) =>
+      `query Q${n}${'x'.repeat(1000 * KB)}($l: Int!) { repositories(limit: $l) { total } }`,
+    runs: 32,
   },
   // Each unknown field is a validation error (graphql-js stops at 100), each field a node and a token.
   'invalid, 4 KB of 1,995 unknown fields': {
@@ -55,7 +62,7 @@ export const SHAPES: Record<string, { make: (n: number) => string }> = {
 async function fill(
   deps: Pick<AppDeps, 'config' | 'client'>,
   setting: number,
-  make: (n: number) => string,
+  { make, runs = 1 }: (typeof SHAPES)[string],
   count?: number,
 ) {
   const gc = collect as () => void;
@@ -67,12 +74,15 @@ async function fill(
   let sent = 0;
   // Until as many documents have been pushed out as are kept.
   for (; count === undefined ? sent < 2 * documentCaches.entries() + 4 : sent < count; sent++) {
-    const response = await app.fetch('http://facade/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: make(sent) }),
-    });
-    await response.text();
+    const query = make(sent);
+    for (let run = 1; run <= runs; run++) {
+      const response = await app.fetch('http://facade/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query, variables: { l: run } }),
+      });
+      await response.text();
+    }
   }
   gc();
   gc();
@@ -89,7 +99,7 @@ export async function fillDocuments(setting: number): Promise<DocumentShape[]> {
   const client = new UpstreamClient({ baseUrl: sandbox.url, ...config.upstream });
   const results: DocumentShape[] = [];
   try {
-    for (const [shape, { make }] of Object.entries(SHAPES)) {
+    for (const [shape, make] of Object.entries(SHAPES)) {
       // An app that keeps nothing, sent the same documents, is the baseline: the app's own heap
       // and what a first request compiles are not the caches'.
       await fill({ config, client }, 0, make, 4);

@@ -12,8 +12,8 @@ import type { Context, ServerContext } from '../context.js';
 import { boundMessage, FacadeError } from '../errors.js';
 import { estimateCost, slicingArgumentNames } from './cost.js';
 
-// Costs kept per document, one per set of values of the variables the cost depends on.
-const COSTS_PER_DOCUMENT = 32;
+// Costs kept per operation, one per set of values of the variables the cost depends on.
+const COSTS_PER_OPERATION = 32;
 
 export interface CostOptions {
   maxCost: number;
@@ -27,7 +27,11 @@ export interface CostOptions {
  */
 export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, ServerContext> {
   // Yoga caches parsed documents: a cost is computed again only when a variable it reads changes.
-  const known = new WeakMap<DocumentNode, { variables: string[]; costs: Map<string, number> }>();
+  // Kept by the operation's node, so that no key copies its name (which may be most of the text).
+  const known = new WeakMap<
+    OperationDefinitionNode,
+    { variables: string[]; costs: Map<string, number> }
+  >();
   const slicing = new WeakMap<GraphQLSchema, Set<string>>();
 
   const costOf = (
@@ -36,7 +40,7 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, 
     operation: OperationDefinitionNode,
     variables: Record<string, unknown>,
   ): number => {
-    let entry = known.get(document);
+    let entry = known.get(operation);
     if (!entry) {
       let names = slicing.get(schema);
       if (!names) {
@@ -44,13 +48,13 @@ export function useCost({ maxCost, maxPageSize }: CostOptions): Plugin<Context, 
         slicing.set(schema, names);
       }
       entry = { variables: costVariables(document, names), costs: new Map() };
-      known.set(document, entry);
+      known.set(operation, entry);
     }
-    const key = `${operation.name?.value ?? ''}:${JSON.stringify(entry.variables.map((name) => variables[name]))}`;
+    const key = JSON.stringify(entry.variables.map((name) => variables[name]));
     const cached = entry.costs.get(key);
     if (cached !== undefined) return cached;
     const cost = estimateCost(schema, document, operation, variables, maxPageSize);
-    if (entry.costs.size >= COSTS_PER_DOCUMENT) entry.costs.clear();
+    if (entry.costs.size >= COSTS_PER_OPERATION) entry.costs.clear();
     entry.costs.set(key, cost);
     return cost;
   };
