@@ -177,13 +177,13 @@ class PageBatch {
   }
 
   /** Keeps a fetched range in memory, and for every process in the shared tier. */
-  #keep(covering: RepositoryList, start: number, policy: CachePolicy, since: number): void {
+  #keep(covering: RepositoryList, start: number, policy: CachePolicy, since: number) {
     const { call, options } = this;
     const mark = this.#mark;
     options.ranges?.keep(call, covering, start, policy, since, mark);
     // Without a mark read, a mutation elsewhere could not be told from none.
-    if (mark === undefined) return;
-    void options.shared?.keep({ call, covering, start, policy, since, mark }).catch(() => false);
+    if (mark === undefined) return undefined;
+    return options.shared?.keep({ call, covering, start, policy, since, mark }).catch(() => false);
   }
 
   readonly #keeper: Keep = (covering, start, policy, since) =>
@@ -344,10 +344,16 @@ class PageBatch {
           const lease = shared?.lease(call, range.start, range.end, refreshLeaseMs ?? 10_000);
           const release = lease && (await lease.catch(() => () => Promise.resolve()));
           if (lease && !release) return 'skipped';
+          // The lease ends once the fleet can read what it kept: ended before, another process
+          // would find the range still stale and refresh it again.
+          let written: Promise<unknown> | undefined;
+          const keep: Keep = (covering, start, policy, since) => {
+            written = this.#keep(covering, start, policy, since);
+          };
           try {
-            const keep = this.#keeper;
             const { failure } = await readRange(client, own, range, ends, options.pageCap, keep);
             if (failure) throw failure;
+            await written;
           } finally {
             // Once its range is kept (or failed): the next stale read may refresh again.
             await release?.();
