@@ -28,9 +28,12 @@ describe('the document caches (DOCUMENT_CACHE_BYTES)', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as DocumentShape);
     expect(shapes.map(({ shape }) => shape)).toEqual(Object.keys(SHAPES));
+    // The heap is measured against an app that keeps nothing, whose own heap varies by a document
+    // or two between runs: a shape of a few 1 MB entries can only be held to the upper bound.
     const outside = shapes
       .filter(
-        ({ heap, counted }) => heap > 1.5 * setting || heap < setting / 2 || counted > setting,
+        ({ heap, counted, entries }) =>
+          heap > 1.5 * setting || (entries >= 5 && heap < setting / 2) || counted > setting,
       )
       .map(({ shape, heap }) => `${shape}: ${(heap / setting).toFixed(2)} × the setting`);
     expect(outside).toEqual([]);
