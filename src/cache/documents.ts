@@ -101,7 +101,7 @@ export function errorBytes(error: unknown): number {
 /**
  * The operations' names as copies, not views of the text: a run keeps one of each (as a key of
  * the compiled query and the pipeline's records), and some V8 lines copy a long one
- * (bench/documents.ts: Node 26 held a second megabyte per 1 MB name, Node 20 none).
+ * (docs/performance.md#memory).
  */
 function operationNameCopies(document: DocumentNode): number {
   let bytes = 0;
