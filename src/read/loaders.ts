@@ -344,16 +344,13 @@ class PageBatch {
           const lease = shared?.lease(call, range.start, range.end, refreshLeaseMs ?? 10_000);
           const release = lease && (await lease.catch(() => () => Promise.resolve()));
           if (lease && !release) return 'skipped';
-          // The lease ends once the fleet can read what it kept: ended before, another process
-          // would find the range still stale and refresh it again.
-          let written: Promise<unknown> | undefined;
-          const keep: Keep = (covering, start, policy, since) => {
-            written = this.#keep(covering, start, policy, since);
-          };
           try {
-            const { failure } = await readRange(client, own, range, ends, options.pageCap, keep);
-            if (failure) throw failure;
-            await written;
+            const keep = this.#keeper;
+            const read = await readRange(client, own, range, ends, options.pageCap, keep);
+            if (read.failure) throw read.failure;
+            // The lease ends once the fleet can read what it kept: ended before, another process
+            // would find the range still stale and refresh it again.
+            await read.written;
           } finally {
             // Once its range is kept (or failed): the next stale read may refresh again.
             await release?.();
@@ -416,8 +413,16 @@ function planRanges(keys: readonly PageQuery[], maxCoalescedRange: number) {
   return { direct, ranges, totalsOnly };
 }
 
-/** Keeps a fetched range for `policy`'s lifetimes counted from `since`. */
-type Keep = (covering: RepositoryList, start: number, policy: CachePolicy, since: number) => void;
+/**
+ * Keeps a fetched range for `policy`'s lifetimes counted from `since`; what it returns settles once
+ * the range is written where the fleet reads it.
+ */
+type Keep = (
+  covering: RepositoryList,
+  start: number,
+  policy: CachePolicy,
+  since: number,
+) => Promise<unknown> | undefined;
 
 /** Fetches a range and keeps it under the strictest policy of its calls. */
 async function readRange(
@@ -427,7 +432,7 @@ async function readRange(
   ends: readonly number[],
   cap: PageCap,
   keep: Keep | undefined,
-): Promise<{ covering: RepositoryList; failure?: Error }> {
+): Promise<{ covering: RepositoryList; failure?: Error; written?: Promise<unknown> | undefined }> {
   if (!keep) return fetchRange(client, call, range, ends, cap);
   let since = Date.now();
   const attempts: CompletedCall[] = [];
@@ -441,11 +446,10 @@ async function readRange(
     },
   };
   const read = await fetchRange(client, observed, range, ends, cap);
-  if (!read.failure) {
-    const reads = readsPolicy(attempts);
-    if (!reads.unpoliced && reads.policy) keep(read.covering, range.start, reads.policy, since);
-  }
-  return read;
+  if (read.failure) return read;
+  const reads = readsPolicy(attempts);
+  if (reads.unpoliced || !reads.policy) return read;
+  return { ...read, written: keep(read.covering, range.start, reads.policy, since) };
 }
 
 /** The upstream refused the caller's credential: what was kept for it is no longer its to read. */
