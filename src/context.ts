@@ -15,7 +15,7 @@ import {
   type RequestStateCarrier,
   requestState,
 } from './request-state.js';
-import type { OpenSubscription, Subscriptions } from './subscriptions.js';
+import type { OpenSubscription, Subscriptions } from './security/subscriptions.js';
 import type { CacheLookup, Metrics } from './telemetry/metrics.js';
 import { createPropagator, incomingTraceContext } from './telemetry/trace-context.js';
 import { CallBudget } from './upstream/budget.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createSubscriptions } from '../../src/security/subscriptions.js';
 import { createRateLimiter } from '../../src/security/use-rate-limit.js';
-import { createSubscriptions } from '../../src/subscriptions.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
 import type { ConfigOverrides } from '../helpers/harness.js';
 import { useDnsHarness } from '../helpers/harness.js';

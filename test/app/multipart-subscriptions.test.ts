@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { asksForMultipartSubscription } from '../../src/http/use-multipart-subscriptions.js';
-import { createSubscriptions } from '../../src/subscriptions.js';
+import { createSubscriptions } from '../../src/security/subscriptions.js';
 import { useDnsHarness } from '../helpers/harness.js';
 import { WATCH } from '../helpers/subscriptions.js';
 

@@ -1,9 +1,9 @@
 // The process's open subscriptions: their bounds (per client and in all), how each ends, and the
 // end of them all when the process stops (docs/domains.md#watching-the-record).
-import type { Config } from './config/load.js';
-import { FacadeError } from './errors.js';
-import type { Logger } from './telemetry/logger.js';
-import type { Metrics } from './telemetry/metrics.js';
+import type { Config } from '../config/load.js';
+import { FacadeError } from '../errors.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { Metrics } from '../telemetry/metrics.js';
 
 /** A refused subscription may try again then: streams last minutes, so sooner is pointless. */
 const RETRY_AFTER_S = 10;
