@@ -2,11 +2,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRedisResponseStore } from '../../src/cache/redis-store.js';
 import { REDIS_TIMEOUT_MS } from '../../src/config/variables.js';
 import type { RedisConnection } from '../../src/redis.js';
-import { createRedisApqStore } from '../../src/security/use-apq.js';
-import { createRateLimiter, type RateLimiter } from '../../src/security/use-rate-limit.js';
 import { type Harness, useHarness } from '../helpers/harness.js';
 import {
   connected,
@@ -14,27 +11,13 @@ import {
   startRedisCluster,
   startRedisSentinel,
 } from '../helpers/redis.js';
-
-type App = ReturnType<Harness['createApp']>;
+import { type App, redisReplica } from '../helpers/redis-replica.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const PAGE = '{ repositories(limit: 2) { items { id } } }';
 const APQ_PAGE = '{ repositories(limit: 1) { total } }';
 
-/** The app serve.ts builds over one connection, with a budget no steady load reaches. */
-async function replica(h: Harness, connection: RedisConnection): Promise<App> {
-  const rateLimiter = (await createRateLimiter(
-    { points: 1_000_000, windowS: 60, addressPoints: 0, redisUrl: 'redis://unused' },
-    undefined,
-    false,
-    connection,
-  )) as RateLimiter;
-  return h.createApp({
-    rateLimiter,
-    apqStore: createRedisApqStore(connection, { ttlS: 600, maxBytes: 1 << 20, memoryBytes: 0 }),
-    responseStore: createRedisResponseStore(connection, { redisBytes: 4 << 20, memoryBytes: 0 }),
-  });
-}
+const replica = (h: Harness, connection: RedisConnection) => redisReplica(h, connection, 1_000_000);
 
 interface Outcome {
   answers: number;

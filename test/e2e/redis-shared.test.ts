@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisResponseStore } from '../../src/cache/redis-store.js';
 import type { RedisConnection } from '../../src/redis.js';
-import { createRedisApqStore } from '../../src/security/use-apq.js';
-import { createRateLimiter, type RateLimiter } from '../../src/security/use-rate-limit.js';
 import { type Harness, postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 import {
   connected,
@@ -15,13 +12,12 @@ import {
   startRedisSentinel,
   stopRedis,
 } from '../helpers/redis.js';
+import { type App, redisReplica } from '../helpers/redis-replica.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const LIST = '{ repositories(limit: 3) { items { id } } }';
 const REPO_ROUTE = 'GET /git/v1/repo';
 const POINTS = 4;
-
-type App = ReturnType<Harness['createApp']>;
 
 async function post(app: App, body: Record<string, unknown>, token: string) {
   const response = await app.fetch('http://facade.test/graphql', {
@@ -45,20 +41,7 @@ const persisted = (hash: string) => ({
   extensions: { persistedQuery: { version: 1, sha256Hash: hash } },
 });
 
-/** A replica as serve.ts builds one over its own connection: rate limit, APQ, response cache. */
-async function replica(h: Harness, connection: RedisConnection): Promise<App> {
-  const rateLimiter = (await createRateLimiter(
-    { points: POINTS, windowS: 60, addressPoints: 0, redisUrl: 'redis://unused' },
-    undefined,
-    false,
-    connection,
-  )) as RateLimiter;
-  return h.createApp({
-    rateLimiter,
-    apqStore: createRedisApqStore(connection, { ttlS: 600, maxBytes: 1 << 20, memoryBytes: 0 }),
-    responseStore: createRedisResponseStore(connection, { redisBytes: 4 << 20, memoryBytes: 0 }),
-  });
-}
+const replica = (h: Harness, connection: RedisConnection) => redisReplica(h, connection, POINTS);
 
 /** Every key of every node, and the nodes' ports. */
 async function keysOf(ports: number[]): Promise<string[]> {
