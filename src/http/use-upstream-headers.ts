@@ -74,7 +74,6 @@ export function useUpstreamHeaders(): Plugin<Context, ServerContext> {
   return {
     onExecute({ args }) {
       const context = args.contextValue;
-      if (!context.upstreamCalls) return;
       const state = requestState(context);
       state.upstreamCalls ??= [];
       state.upstreamCalls.push(context.upstreamCalls);

@@ -26,7 +26,7 @@ export const MAX_PASSED_BACK_NAMES = 64;
 export const MAX_PASSED_BACK_VALUE = 1024;
 
 /** The built-in names and UPSTREAM_RESPONSE_HEADERS', each once. */
-export function passedBackNames(extra: readonly string[] = []): readonly string[] {
+export function passedBackNames(extra: readonly string[]): readonly string[] {
   return [...new Set([...UPSTREAM_LIMIT_HEADERS, ...extra])];
 }
 

@@ -193,6 +193,13 @@ describe('upstream headers passed back', () => {
     );
   });
 
+  it('passes nothing back, and still answers, when nothing ran', async () => {
+    const result = await h.gql('{ repositories(limit: 2) {');
+    expect(result.status).toBe(400);
+    expect(result.errors?.[0]?.extensions.code).toBe('GRAPHQL_PARSE_FAILED');
+    for (const name of UPSTREAM_LIMIT_HEADERS) expect(result.headers.has(name)).toBe(false);
+  });
+
   it('passes a joined call back to every request that waited on it', async () => {
     let open = () => {};
     const held = new Promise<void>((resolve) => {
@@ -333,6 +340,10 @@ describe('strictestHeaders', () => {
     expect(pairOf('"a";r=12;t=1', '"b";r=5;t=1')?.['ratelimit-policy']).toBe('p1');
     // Of two alike, the first.
     expect(pairOf('"a";r=2;t=1', '"b";r=2;t=1')?.['ratelimit-policy']).toBe('p0');
+    // The drafts' form, remaining after a comma without a space.
+    expect(pairOf('limit=10,remaining=1', 'remaining=3')?.['ratelimit-policy']).toBe('p0');
+    // A parameter of its own whose name ends in r is not r.
+    expect(pairOf('"a";r=5;t=1;tier=0', '"b";r=3;t=1')?.['ratelimit-policy']).toBe('p1');
   });
 
   it('never passes a RateLimit-Policy without the RateLimit of its own call', () => {
@@ -357,6 +368,32 @@ describe('strictestHeaders', () => {
     expect(
       strictestHeaders([[attempt(1, { 'retry-after': '1' }, 1), attempt(1, undefined, 2)]]),
     ).toBeUndefined();
+  });
+
+  it('takes the headers of a call beside one that brought none', () => {
+    expect(
+      strictestHeaders([[attempt(1, undefined), attempt(2, { 'ratelimit-remaining': '3' })]]),
+    ).toEqual({ 'ratelimit-remaining': '3' });
+  });
+
+  it('keeps the first of two equal values, however each is spelled', () => {
+    const merged = strictestHeaders([
+      [
+        attempt(1, { 'x-ratelimit-reset': '30', 'ratelimit-remaining': '2' }),
+        attempt(2, { 'x-ratelimit-reset': '30.0', 'ratelimit-remaining': '02' }),
+      ],
+    ]);
+    expect(merged).toEqual({ 'x-ratelimit-reset': '30', 'ratelimit-remaining': '2' });
+  });
+
+  it('reads a blank value as no number, never as zero', () => {
+    const merged = strictestHeaders([
+      [
+        attempt(1, { 'ratelimit-remaining': '4', 'x-ratelimit-used': '3' }),
+        attempt(2, { 'ratelimit-remaining': ' ', 'x-ratelimit-used': '  ' }),
+      ],
+    ]);
+    expect(merged).toEqual({ 'ratelimit-remaining': '4', 'x-ratelimit-used': '3' });
   });
 
   it('is undefined when no call brought any', () => {
@@ -393,6 +430,12 @@ describe('useUpstreamHeaders', () => {
     // Either field of its own keeps the upstream's pair out whole.
     const own = answer({ 'ratelimit-policy': '"facade";q=1;w=1' }, { ratelimit: '"up";r=5;t=1' });
     expect(own.has('ratelimit')).toBe(false);
+  });
+
+  it('exposes nothing on an answer that CORS did not expose anything on', () => {
+    const headers = answer({}, { 'ratelimit-remaining': '5', 'x-ratelimit-scope': 'a' });
+    expect(headers.get('ratelimit-remaining')).toBe('5');
+    expect(headers.has('access-control-expose-headers')).toBe(false);
   });
 
   it("keeps the facade's own limit over the upstream's", () => {
@@ -454,6 +497,42 @@ describe('pickHeaders, bounded', () => {
     expect(
       pickHeaders({ 'ratelimit-remaining': ['5', ' '] }, new Set(UPSTREAM_LIMIT_HEADERS)),
     ).toEqual({ 'ratelimit-remaining': '5,  ' });
+  });
+
+  it('counts a listed name once, ahead of the names that follow it', () => {
+    const extra = Array.from({ length: MAX_PASSED_BACK_NAMES + 6 }, (_, i) => `x-ratelimit-e${i}`);
+    const picked = pickHeaders(
+      { 'ratelimit-remaining': '3', ...Object.fromEntries(extra.map((name) => [name, '1'])) },
+      new Set(UPSTREAM_LIMIT_HEADERS),
+    );
+    expect(Object.keys(picked ?? {})).toEqual([
+      'ratelimit-remaining',
+      ...extra.slice(0, MAX_PASSED_BACK_NAMES - 1),
+    ]);
+  });
+
+  it('skips a name that came without a value', () => {
+    expect(
+      pickHeaders(
+        { 'ratelimit-limit': undefined, 'x-ratelimit-scope': undefined, 'x-ratelimit-used': '2' },
+        new Set(UPSTREAM_LIMIT_HEADERS),
+      ),
+    ).toEqual({ 'x-ratelimit-used': '2' });
+  });
+
+  it('joins the lines of a name without an order, numbers included', () => {
+    expect(
+      pickHeaders(
+        { [OWN_NAME]: ['5', '3'], 'x-ratelimit-resource': ['1', '2'] },
+        new Set([...UPSTREAM_LIMIT_HEADERS, OWN_NAME]),
+      ),
+    ).toEqual({ [OWN_NAME]: '5, 3', 'x-ratelimit-resource': '1, 2' });
+  });
+
+  it('keeps a Retry-After it cannot read as it came, for the merge to drop', () => {
+    expect(pickHeaders({ 'retry-after': 'soon' }, new Set(UPSTREAM_LIMIT_HEADERS))).toEqual({
+      'retry-after': 'soon',
+    });
   });
 
   it('keeps at most the bound of names even when more are listed', () => {
