@@ -152,12 +152,14 @@ function trackAvailability(
   where: string,
 ): Availability {
   const { logger } = options;
-  // Unknown until it first answers: a Redis down from the start is not "available".
-  let connected = client.status === 'ready';
+  // Unknown until it first answers: a Redis down from the start is not "available". A new
+  // client has not connected yet: ioredis connects on a later turn of the event loop.
+  let connected = false;
   let skipped = false;
   let available = false;
   let reported: boolean | undefined;
-  let lastError = '';
+  // Why the last attempt failed, until one succeeds; none for a Redis that was only late.
+  let lastError: string | undefined;
   // One line when Redis goes away and one when it is back, however often ioredis retries; none
   // when it answers at start, which the start-up line says.
   let closing = false;
@@ -174,17 +176,17 @@ function trackAvailability(
       );
     else if (!first) logger?.info({ redis: where }, `Redis at ${where} answering again`);
   };
+  // update() tells only of a change, so each event may call it however often ioredis emits it.
   client.on('error', (error: Error) => {
-    lastError = error.message.split('\n')[0] ?? '';
-    if (!connected) update();
+    lastError = error.message.split('\n')[0];
+    update();
   });
   client.on('ready', () => {
     connected = true;
-    lastError = '';
+    lastError = undefined;
     update();
   });
   client.on('close', () => {
-    if (!connected) return;
     connected = false;
     update();
   });
