@@ -15,7 +15,7 @@ import {
 } from '../helpers/harness.js';
 import { freePort, listen, waitForPort } from '../helpers/net.js';
 import { post } from '../helpers/process.js';
-import { hasRedis } from '../helpers/redis.js';
+import { hasRedis, startRedis, stopRedis } from '../helpers/redis.js';
 
 const QUERY = '{ repositories(limit: 1) { total } }';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -228,6 +228,21 @@ describe('rate limits, in memory', () => {
     expect((await send({ query: QUERY })).status).toBe(429);
   });
 
+  it('charges a batch as long as BATCHING_LIMIT one point per operation', async () => {
+    const app = appWith({ limits: { batchingLimit: 2 } });
+    const send = (body: unknown) =>
+      app.fetch('http://facade.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer('batcher') },
+        body: JSON.stringify(body),
+      });
+    const batch = await send([{ query: QUERY }, { query: QUERY }]);
+    expect(batch.status).toBe(200);
+    expect(batch.headers.get('ratelimit')).toMatch(/^"client";r=1;/);
+    expect((await send({ query: QUERY })).status).toBe(200);
+    expect((await send({ query: QUERY })).status).toBe(429);
+  });
+
   it('charges nothing for the operations of a batch past BATCHING_LIMIT, which is refused', async () => {
     for (const batchingLimit of [2, 0]) {
       limiter = (await createRateLimiter({
@@ -295,6 +310,11 @@ describe('rate limits, in memory', () => {
     const waits = [];
     for (let i = 0; i < 3; i++) waits.push((await open.consumeAddress('192.0.2.1')).retryAfter);
     expect(waits).toEqual([undefined, undefined, undefined]);
+    // Nor states one.
+    limiter = open;
+    const answer = await postGraphQL(appWith(), QUERY, {}, bearer('open'));
+    expect(answer.headers.get('ratelimit-policy')).toBe('"client";q=1;w=60');
+    expect(answer.headers.get('ratelimit')).toMatch(/^"client";r=0;t=\d+$/);
   });
 
   it('falls back to memory counters while Redis is unreachable', async () => {
@@ -434,6 +454,40 @@ describe.skipIf(!hasRedis)('rate limits, in Redis', () => {
     await limiter.close();
     // The connection ends with its socket's close, a moment after disconnect().
     await vi.waitFor(async () => expect(await limiter.ready(10)).toBe(false));
+  });
+
+  it('counts in Redis: one budget for every limiter on it', async () => {
+    const limiters = await Promise.all(
+      [1, 2].map(
+        async () =>
+          (await createRateLimiter({ points: 1, windowS: 60, redisUrl: url })) as RateLimiter,
+      ),
+    );
+    try {
+      for (const limiter of limiters) expect(await limiter.ready(5_000)).toBe(true);
+      expect((await limiters[0]?.consume('t:shared'))?.retryAfter).toBeUndefined();
+      expect((await limiters[1]?.consume('t:shared'))?.retryAfter).toBe(60);
+    } finally {
+      await Promise.all(limiters.map((limiter) => limiter.close()));
+    }
+  });
+
+  it('counts in memory while Redis refuses its writes', async () => {
+    const full = await startRedis(['--maxmemory', '1']);
+    const limiter = (await createRateLimiter({
+      points: 2,
+      windowS: 60,
+      redisUrl: full.url,
+    })) as RateLimiter;
+    try {
+      expect(await limiter.ready(5_000)).toBe(true);
+      const waits = [];
+      for (let i = 0; i < 3; i++) waits.push((await limiter.consume('t:full')).retryAfter);
+      expect(waits).toEqual([undefined, undefined, 60]);
+    } finally {
+      await limiter.close();
+      await stopRedis(full.process);
+    }
   });
 
   it('leaves a shared connection open for its owner to close', async () => {
