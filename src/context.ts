@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
+import events, { setMaxListeners } from 'node:events';
 import type { Tracer } from '@opentelemetry/api';
 import type { YogaInitialContext } from 'graphql-yoga';
 import type { Config } from './config/load.js';
@@ -121,6 +121,9 @@ function watchingContext(
   });
 }
 
+/** Where node:events keeps an EventTarget's bound on listeners (0: any number). Not in its types. */
+const MAX_LISTENERS: symbol = Reflect.get(events, 'kMaxEventTargetListeners');
+
 /** Per request: a request id, what goes upstream of the caller's credentials, and fresh loaders. */
 export function createContextFactory({
   config,
@@ -153,7 +156,10 @@ export function createContextFactory({
     if (!state.budget) {
       state.budget = new CallBudget(config.maxUpstreamCalls);
       // An upstream call adds one abort listener to the request's signal: the budget bounds them.
-      if (signal instanceof EventTarget) setMaxListeners(config.maxUpstreamCalls + 10, signal);
+      // The server's own signal allows any number already (0), and a bound set on it costs each
+      // request about 10 µs of CPU (docs/performance.md#what-was-tried).
+      if (signal instanceof EventTarget && Reflect.get(signal, MAX_LISTENERS) !== 0)
+        setMaxListeners(config.maxUpstreamCalls + 10, signal);
     }
     const call: CallContext = {
       authorization: credentials.upstreamAuthorization(headers),

@@ -2,8 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../sandbox/server.js';
 import { type FacadeProcess, post, startFacade } from '../helpers/process.js';
 
-// Each worker compiles the HTTP parser against a server of its own on loopback before it listens,
-// which must stay private to the worker (src/process/memory.ts): a client reaches the facade.
 describe('WORKERS=2 in production, PORT=0', () => {
   let sandbox: Sandbox;
   let facade: FacadeProcess | undefined;
