@@ -124,6 +124,16 @@ function watchingContext(
 /** Where node:events keeps an EventTarget's bound on listeners (0: any number). Not in its types. */
 const MAX_LISTENERS: symbol = Reflect.get(events, 'kMaxEventTargetListeners');
 
+/**
+ * An upstream call adds one abort listener to the request's signal: the budget bounds them. The
+ * server's own signal allows any number already (0), and a bound set on it costs each request
+ * about 10 µs of CPU (docs/performance.md#what-was-tried).
+ */
+function boundListeners(signal: AbortSignal, count: number): void {
+  if (signal instanceof EventTarget && Reflect.get(signal, MAX_LISTENERS) !== 0)
+    setMaxListeners(count, signal);
+}
+
 /** Per request: a request id, what goes upstream of the caller's credentials, and fresh loaders. */
 export function createContextFactory({
   config,
@@ -155,11 +165,7 @@ export function createContextFactory({
     const state = requestState(initial);
     if (!state.budget) {
       state.budget = new CallBudget(config.maxUpstreamCalls);
-      // An upstream call adds one abort listener to the request's signal: the budget bounds them.
-      // The server's own signal allows any number already (0), and a bound set on it costs each
-      // request about 10 µs of CPU (docs/performance.md#what-was-tried).
-      if (signal instanceof EventTarget && Reflect.get(signal, MAX_LISTENERS) !== 0)
-        setMaxListeners(config.maxUpstreamCalls + 10, signal);
+      boundListeners(signal, config.maxUpstreamCalls + 10);
     }
     const call: CallContext = {
       authorization: credentials.upstreamAuthorization(headers),
