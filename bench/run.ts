@@ -19,6 +19,8 @@
 // filled, against RESPONSE_CACHE_BYTES, for docs/caching.md.
 // `npm run bench -- --fleet`: instead, bench/fleet.ts, three replicas on one Redis behind HAProxy:
 // upstream calls per page, an outage, a rolling restart and a Redis failover.
+// `npm run bench -- --compare`: instead, bench/compare.ts, this facade against BENCH_BASE's, the
+// three documents in alternating rounds.
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -27,6 +29,7 @@ import { freePort } from '../test/helpers/net.js';
 import { attribution } from './attribution.js';
 import { reportBounds } from './bounds.js';
 import { cacheComparison } from './cache.js';
+import { compare } from './compare.js';
 import { fleetScenarios } from './fleet.js';
 import { instructions } from './instructions.js';
 import {
@@ -64,6 +67,7 @@ const CACHE_ONLY = process.argv.includes('--cache');
 const BOUNDS = process.argv.includes('--bounds');
 const STALE = process.argv.includes('--stale');
 const FLEET = process.argv.includes('--fleet');
+const COMPARE = process.argv.includes('--compare');
 
 const PAGE_FIELDS =
   'total offset hasNextPage items { id defaultBranch branches { name target isDefault } tags { name target message } }';
@@ -255,6 +259,14 @@ async function main() {
     }
     if (PROFILE) {
       await profile(sandboxUrl, scenarios.page);
+      return;
+    }
+    if (COMPARE) {
+      const rows = await compare(sandboxUrl, scenarios);
+      writeFileSync(
+        new URL('./results-compare.json', import.meta.url),
+        `${JSON.stringify({ date: new Date().toISOString(), node: serverNodeVersion, loadAverage: load1(), rows }, null, 2)}\n`,
+      );
       return;
     }
     if (INSTRUCTIONS) {
