@@ -176,10 +176,10 @@ function trackAvailability(
       );
     else if (!first) logger?.info({ redis: where }, `Redis at ${where} answering again`);
   };
-  // update() tells only of a change, so each event may call it however often ioredis emits it.
+  // ioredis closes the connection after each error, once per failed attempt too: the close says
+  // it, with the reason kept here, and update() tells only of a change however often it comes.
   client.on('error', (error: Error) => {
     lastError = error.message.split('\n')[0];
-    update();
   });
   client.on('ready', () => {
     connected = true;
