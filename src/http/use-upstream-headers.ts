@@ -63,7 +63,10 @@ export function strictestHeaders(
       pair = { remaining, fields };
     }
   }
-  return pair ? { ...merged, ...pair.fields } : merged;
+  if (!pair) return merged;
+  // The pair takes its place within the bound, ahead of the names merged last.
+  const room = MAX_PASSED_BACK_NAMES - Object.keys(pair.fields).length;
+  return { ...Object.fromEntries(Object.entries(merged ?? {}).slice(0, room)), ...pair.fields };
 }
 
 /**

@@ -305,6 +305,24 @@ describe('strictestHeaders', () => {
     expect(Object.keys(strictestHeaders([calls]) ?? {})).toHaveLength(MAX_PASSED_BACK_NAMES);
   });
 
+  it('keeps the RateLimit pair within the bound of names, ahead of the names merged last', () => {
+    const names = Array.from({ length: MAX_PASSED_BACK_NAMES }, (_, i) => `x-ratelimit-e${i}`);
+    const pair = { ratelimit: '"a";r=1;t=1', 'ratelimit-policy': '"a";q=2;w=1' };
+    const merged = strictestHeaders([
+      [attempt(1, Object.fromEntries(names.map((name) => [name, '1']))), attempt(2, pair)],
+    ]);
+    expect(Object.keys(merged ?? {})).toEqual([
+      ...names.slice(0, MAX_PASSED_BACK_NAMES - 2),
+      'ratelimit',
+      'ratelimit-policy',
+    ]);
+    // A pair alone, or beside a few names, keeps everything.
+    expect(strictestHeaders([[attempt(1, { ...pair, 'x-ratelimit-e': '1' })]])).toEqual({
+      'x-ratelimit-e': '1',
+      ...pair,
+    });
+  });
+
   it('keeps the first value of a name it has no rule for', () => {
     const merged = strictestHeaders([
       [attempt(1, { [OWN_NAME]: 'eu' }), attempt(2, { [OWN_NAME]: 'us' })],
