@@ -176,10 +176,11 @@ function trackAvailability(
       );
     else if (!first) logger?.info({ redis: where }, `Redis at ${where} answering again`);
   };
-  // ioredis closes the connection after each error, once per failed attempt too: the close says
-  // it, with the reason kept here, and update() tells only of a change however often it comes.
+  // update() tells only of a change, however often ioredis emits an event. A server's or a
+  // Cluster's failed attempt also closes; sentinels that never answer only err.
   client.on('error', (error: Error) => {
     lastError = error.message.split('\n')[0];
+    update();
   });
   client.on('ready', () => {
     connected = true;

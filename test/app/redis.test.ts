@@ -132,6 +132,31 @@ describe.skipIf(!hasRedis)('the Redis connection, down from the start', () => {
   });
 });
 
+describe('the Redis connection to a Cluster or sentinels down from the start', () => {
+  it.each([
+    ['redis-cluster', 'Failed to refresh slots cache.'],
+    ['redis-sentinel', 'All sentinels are unreachable.'],
+  ])('reads %s as unavailable and says why, once', async (scheme, reason) => {
+    const port = await freePort();
+    const query = scheme === 'redis-sentinel' ? '?sentinelServiceName=primary' : '';
+    const where = `${scheme}://127.0.0.1:${port}`;
+    const seen = watched();
+    const redis = await connectRedis(`${where}${query}`, { timeoutMs: 2_000, ...seen.options });
+    try {
+      expect(redis.available).toBe(false);
+      await expect.poll(() => seen.lines.length).toBe(1);
+      expect(seen.availability).toEqual([false]);
+      expect(seen.lines[0]).toMatchObject({ level: 'warn', redis: where });
+      expect(String(seen.lines[0]?.reason)).toContain(reason);
+      // ioredis retries: the line is not repeated.
+      await sleep(500);
+      expect(seen.lines).toHaveLength(1);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+
 describe.skipIf(!hasRedis)("the Redis connection's circuit, over a paused redis-server", () => {
   let redisProcess: ChildProcess | undefined;
   let url = '';
