@@ -11,12 +11,11 @@
 // that build's facade variants too, alternated with this one's in every round, for a before and
 // after measured in the same run: `git worktree add /tmp/base <commit>`, link its node_modules,
 // build it, then `BENCH_BASE=/tmp/base npm run bench -- --attribution`.
-import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { bases, cpuSeconds, startFacade, startFloor } from './processes.js';
+import { serve } from './compare.js';
+import { bases, startFacade, startFloor } from './processes.js';
 
 const ROUNDS = Number(process.env.BENCH_ATTRIBUTION_ROUNDS ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 4);
 const BASE = bases[0];
 
@@ -67,20 +66,8 @@ async function startVariants(sandboxUrl: string): Promise<Map<string, Server>> {
   return servers;
 }
 
-async function cpuPerRequest(server: Server, body: string, seconds: number) {
-  const before = cpuSeconds(server.pid);
-  const result = await autocannon({
-    url: server.url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body,
-  });
-  if (result.non2xx + result.errors + result.timeouts > 0)
-    throw new Error(`${server.url}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
-  return (1e6 * (cpuSeconds(server.pid) - before)) / result.requests.total;
-}
+const cpuPerRequest = async (server: Server, body: string, seconds: number) =>
+  (await serve(server, body, seconds)).cpuUs;
 
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;

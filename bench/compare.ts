@@ -29,10 +29,15 @@ interface Run {
   cpuUs: number;
 }
 
-async function serve(facade: Facade, body: string, seconds: number): Promise<Run> {
-  const before = cpuSeconds(facade.pid);
+/** `body` POSTed to a server for `seconds`: its req/s, and the CPU per request of its process. */
+export async function serve(
+  server: { pid: number; url: string },
+  body: string,
+  seconds: number,
+): Promise<Run> {
+  const before = cpuSeconds(server.pid);
   const result = await autocannon({
-    url: facade.url,
+    url: server.url,
     connections: CONNECTIONS,
     duration: seconds,
     method: 'POST',
@@ -40,10 +45,10 @@ async function serve(facade: Facade, body: string, seconds: number): Promise<Run
     body,
   });
   if (result.non2xx + result.errors + result.timeouts > 0)
-    throw new Error(`${facade.name}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+    throw new Error(`${server.url}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
   return {
     rps: result.requests.average,
-    cpuUs: (1e6 * (cpuSeconds(facade.pid) - before)) / result.requests.total,
+    cpuUs: (1e6 * (cpuSeconds(server.pid) - before)) / result.requests.total,
   };
 }
 
