@@ -1,14 +1,13 @@
-import type { ChildProcess } from 'node:child_process';
 import { GraphQLError } from 'graphql';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createBoundedSpace } from '../../src/cache/redis-bounded.js';
 import { createRedisResponseStore } from '../../src/cache/redis-store.js';
 import type { Answer, KeptAnswer } from '../../src/cache/response-store.js';
-import { connectRedis, type RedisConnection } from '../../src/redis.js';
+import { connectRedis } from '../../src/redis.js';
 import { postGraphQL, upstreamRequests, useHarness } from '../helpers/harness.js';
 import { freePort } from '../helpers/net.js';
-import { connected, hasRedis, inspector, startRedis, stopRedis } from '../helpers/redis.js';
+import { hasRedis } from '../helpers/redis.js';
+import { useRedisServer } from '../helpers/redis-server.js';
 
 const MiB = 1024 * 1024;
 const RESPONSE = 'graphql-facade:{response}:';
@@ -22,33 +21,15 @@ const answer = (text: string, maxAge = 600): Answer => ({
 const textOf = (kept: KeptAnswer | null) => (kept?.data as { text?: string } | undefined)?.text;
 
 describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
-  let redisProcess: ChildProcess | undefined;
-  let redis: RedisConnection;
-  let look: Redis;
-
-  beforeAll(async () => {
-    const started = await startRedis();
-    redisProcess = started.process;
-    redis = await connected(started.url);
-    look = await inspector(started.url);
-  }, 30_000);
-
-  afterAll(async () => {
-    redis?.disconnect();
-    look?.disconnect();
-    await stopRedis(redisProcess);
-  });
-
-  beforeEach(async () => {
-    await look.flushall();
-  });
+  const server = useRedisServer();
 
   afterEach(() => {
     vi.useRealTimers();
   });
 
   describe('createRedisResponseStore', () => {
-    const store = () => createRedisResponseStore(redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
+    const store = () =>
+      createRedisResponseStore(server.redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
 
     it('keeps an answer under its own key, expiring with its max-age in milliseconds', async () => {
       const answers = store();
@@ -58,13 +39,13 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       const key = `${session(1)}:${operation(1)}`;
       expect(await answers.get(key)).toBeNull();
       await answers.set(key, answer('kept', 30), Date.now());
-      const ttl = await look.pttl(`${RESPONSE}answer:${key}`);
+      const ttl = await server.look.pttl(`${RESPONSE}answer:${key}`);
       expect(ttl).toBeGreaterThan(25_000);
       expect(ttl).toBeLessThanOrEqual(30_000);
       const kept = await answers.get(key);
       expect(kept?.stringify()).toBe('{"data":{"text":"kept"}}');
       expect(kept?.policy.scope).toBe('PRIVATE');
-      expect(Number(await look.get(`${RESPONSE}index:bytes`))).toBeGreaterThan(0);
+      expect(Number(await server.look.get(`${RESPONSE}index:bytes`))).toBeGreaterThan(0);
 
       const shared = `${session(1)}:${operation(2)}`;
       const policy = { maxAge: 60, privateMaxAge: 30, scope: 'PUBLIC' as const };
@@ -82,11 +63,11 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       await answers.set(key, answer('ageing', 600), Date.now());
       expect((await answers.get(key))?.policy.maxAge).toBeGreaterThan(590);
       // As if kept 589.5 s ago: ten whole seconds are left.
-      await look.pexpire(`${RESPONSE}answer:${key}`, 10_500);
+      await server.look.pexpire(`${RESPONSE}answer:${key}`, 10_500);
       const kept = await answers.get(key);
       expect(kept?.policy.maxAge).toBe(10);
       expect(textOf(kept)).toBe('ageing');
-      await look.pexpire(`${RESPONSE}answer:${key}`, 900);
+      await server.look.pexpire(`${RESPONSE}answer:${key}`, 900);
       expect(await answers.get(key)).toBeNull();
     });
 
@@ -108,7 +89,9 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       await answers.set(minute, answer('a minute'), now - 60_000);
       expect(await answers.get(failed)).toBeNull();
       expect(await answers.get(slow)).toBeNull();
-      expect(await look.exists(`${RESPONSE}answer:${failed}`, `${RESPONSE}answer:${slow}`)).toBe(0);
+      expect(
+        await server.look.exists(`${RESPONSE}answer:${failed}`, `${RESPONSE}answer:${slow}`),
+      ).toBe(0);
       expect(textOf(await answers.get(minute))).toBe('a minute');
     });
 
@@ -121,13 +104,13 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       await answers.evictSession(gone);
       expect(await answers.get(`${gone}:${operation(1)}`)).toBeNull();
       expect(textOf(await answers.get(`${other}:${operation(1)}`))).toBe('other');
-      const remembered = await look.pttl(`${RESPONSE}evicted:${gone}`);
+      const remembered = await server.look.pttl(`${RESPONSE}evicted:${gone}`);
       expect(remembered).toBeGreaterThan(60_000);
       expect(remembered).toBeLessThanOrEqual(120_000);
       // A read that began before the eviction is not kept; one after it is.
       await answers.set(`${gone}:${operation(2)}`, answer('stale'), began);
       expect(await answers.get(`${gone}:${operation(2)}`)).toBeNull();
-      const evictedAt = Number(await look.get(`${RESPONSE}evicted:${gone}`));
+      const evictedAt = Number(await server.look.get(`${RESPONSE}evicted:${gone}`));
       expect(evictedAt).toBeGreaterThanOrEqual(began);
       await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(evictedAt));
       await answers.set(`${gone}:${operation(2)}`, answer('fresh'), Date.now());
@@ -145,7 +128,7 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
 
     it('counts each session once beside its answers, and holds it to its share', async () => {
       const answers = store();
-      const bytes = async () => Number(await look.get(`${RESPONSE}index:bytes`));
+      const bytes = async () => Number(await server.look.get(`${RESPONSE}index:bytes`));
       const since = Date.now();
       const one = session(7);
       await answers.set(`${one}:${operation(1)}`, answer('x'), since);
@@ -163,7 +146,9 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
         await answers.set(`${big}:${operation(i)}`, answer(text), Date.now());
       expect(textOf(await answers.get(`${big}:${operation(0)}`))).toBe(text);
       expect(await answers.get(`${big}:${operation(14)}`)).toBeNull();
-      expect(Number(await look.hget(`${RESPONSE}index:owners`, big))).toBeLessThanOrEqual(MiB);
+      expect(Number(await server.look.hget(`${RESPONSE}index:owners`, big))).toBeLessThanOrEqual(
+        MiB,
+      );
       await answers.set(`${session(9)}:${operation(1)}`, answer(text), Date.now());
       expect(textOf(await answers.get(`${session(9)}:${operation(1)}`))).toBe(text);
     });
@@ -180,7 +165,7 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       };
       for (const [name, value] of Object.entries(values)) {
         const key = `${session(10)}:${name}`;
-        await look.set(`${RESPONSE}answer:${key}`, value, 'PX', 60_000);
+        await server.look.set(`${RESPONSE}answer:${key}`, value, 'PX', 60_000);
         expect(await answers.get(key)).toBeNull();
       }
     });
@@ -207,7 +192,7 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
   describe('createBoundedSpace', () => {
     // As APQ's documents are kept: no owner, no share of their own, no eviction minimum.
     const space = () =>
-      createBoundedSpace(redis, {
+      createBoundedSpace(server.redis, {
         tag: 'space',
         entry: 'item',
         boundBytes: 10_000,
@@ -219,10 +204,10 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       const items = space();
       expect(await items.get('missing')).toBeNull();
       expect(await items.set('a', 'x'.repeat(100), 60_000)).toBe(true);
-      const first = Number(await look.get('graphql-facade:{space}:index:bytes'));
+      const first = Number(await server.look.get('graphql-facade:{space}:index:bytes'));
       expect(await items.set('b', 'x'.repeat(100), 60_000)).toBe(true);
-      expect(Number(await look.get('graphql-facade:{space}:index:bytes'))).toBe(2 * first);
-      expect(await look.exists('graphql-facade:{space}:index:owners')).toBe(0);
+      expect(Number(await server.look.get('graphql-facade:{space}:index:bytes'))).toBe(2 * first);
+      expect(await server.look.exists('graphql-facade:{space}:index:owners')).toBe(0);
       const kept = await items.get('a');
       expect(kept).toEqual({ value: 'x'.repeat(100), msLeft: expect.any(Number) });
       expect(kept?.evictedAt).toBeUndefined();
@@ -242,11 +227,11 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       await items.evictOwner('abc');
       expect((await items.get('abc:1'))?.evictedAt).toBeGreaterThan(0);
       expect((await items.get('abcd'))?.evictedAt).toBeUndefined();
-      const remembered = await look.pttl('graphql-facade:{space}:evicted:abc');
+      const remembered = await server.look.pttl('graphql-facade:{space}:evicted:abc');
       expect(remembered).toBeGreaterThan(0);
       expect(remembered).toBeLessThanOrEqual(600_000);
       await items.evictOwner('nobody');
-      const minimum = await look.pttl('graphql-facade:{space}:evicted:nobody');
+      const minimum = await server.look.pttl('graphql-facade:{space}:evicted:nobody');
       expect(minimum).toBeGreaterThan(50_000);
       expect(minimum).toBeLessThanOrEqual(60_000);
     });
@@ -259,7 +244,10 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
     it("serve one replica's kept answer from another, and a mutation on one evicts it for both", async () => {
       const replica = () =>
         h.createApp({
-          responseStore: createRedisResponseStore(redis, { redisBytes: 4 * MiB, memoryBytes: 0 }),
+          responseStore: createRedisResponseStore(server.redis, {
+            redisBytes: 4 * MiB,
+            memoryBytes: 0,
+          }),
         });
       const [a, b] = [replica(), replica()];
       const caller = { authorization: 'Bearer shared' };

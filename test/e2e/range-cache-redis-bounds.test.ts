@@ -1,17 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisRanges, type SharedRanges } from '../../src/read/ranges-redis.js';
-import type { RedisConnection } from '../../src/redis.js';
 import type { Repository } from '../../src/upstream/repository-list.js';
-import {
-  connected,
-  hasRedis,
-  inspector,
-  startRedis,
-  stopRedis,
-  usedMemory,
-} from '../helpers/redis.js';
+import { hasRedis, usedMemory } from '../helpers/redis.js';
+import { useRedisServer } from '../helpers/redis-server.js';
 
 const MiB = 1024 * 1024;
 const policy = { maxAge: 600, scope: 'PRIVATE' as const };
@@ -44,26 +35,7 @@ async function fill(
 
 describe("the kept ranges' tier in Redis, held to its bound", () => {
   describe.skipIf(!hasRedis)('with a real redis-server', () => {
-    let redisProcess: ChildProcess | undefined;
-    let redis: RedisConnection;
-    let look: Redis;
-
-    beforeAll(async () => {
-      const started = await startRedis();
-      redisProcess = started.process;
-      redis = await connected(started.url);
-      look = await inspector(started.url);
-    }, 30_000);
-
-    afterAll(async () => {
-      redis?.disconnect();
-      look?.disconnect();
-      await stopRedis(redisProcess);
-    });
-
-    beforeEach(async () => {
-      await look.flushall();
-    });
+    const server = useRedisServer();
 
     // RANGE_CACHE_REDIS_BYTES promises Redis's memory, whatever the ranges look like: each shape
     // is written past twice what the bound holds. One caller alone reaches its share only.
@@ -87,40 +59,41 @@ describe("the kept ranges' tier in Redis, held to its bound", () => {
     ])(
       'grows Redis by its bound within 1.5 times: $shape',
       async ({ count, size, one, reach }) => {
-        const ranges = createRedisRanges(redis, { redisBytes: bound });
+        const ranges = createRedisRanges(server.redis, { redisBytes: bound });
         // The scripts loaded, so that what grows is the ranges alone.
         await fill(ranges, 1, () => 0, 1);
-        await look.flushall();
-        const before = await usedMemory(look);
+        await server.look.flushall();
+        const before = await usedMemory(server.look);
         await fill(ranges, count, (i) => (one ? 1 : size > 1_000 ? i % 100 : i), size);
-        const grown = (await usedMemory(look)) - before;
+        const grown = (await usedMemory(server.look)) - before;
         expect(grown).toBeGreaterThan(reach / 1.5);
         expect(grown).toBeLessThan(reach * 1.5);
-        const counted = Number(await look.get('graphql-facade:{ranges}:index:bytes'));
+        const counted = Number(await server.look.get('graphql-facade:{ranges}:index:bytes'));
         expect(counted).toBeLessThanOrEqual(bound);
         // Every key in one slot: the scripts run on a Cluster.
-        for (const key of await look.keys('*')) expect(key).toMatch(/^graphql-facade:\{ranges\}:/);
+        for (const key of await server.look.keys('*'))
+          expect(key).toMatch(/^graphql-facade:\{ranges\}:/);
       },
       60_000,
     );
 
     it('lets a mutation mark live a minute at most, counted in the bound', async () => {
-      const ranges = createRedisRanges(redis, { redisBytes: bound });
+      const ranges = createRedisRanges(server.redis, { redisBytes: bound });
       await fill(ranges, 10, () => 3, 1);
       await ranges.evictCaller(caller(3));
-      const marks = (await look.keys('*{ranges}:mark:*')) as string[];
+      const marks = (await server.look.keys('*{ranges}:mark:*')) as string[];
       expect(marks).toHaveLength(1);
-      const ttl = await look.pttl(marks[0] as string);
+      const ttl = await server.look.pttl(marks[0] as string);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60_000);
       // The caller's ranges are gone, and nothing of them is counted.
-      expect(await look.keys('*{ranges}:e:*')).toEqual([]);
-      const counted = Number(await look.get('graphql-facade:{ranges}:index:bytes'));
+      expect(await server.look.keys('*{ranges}:e:*')).toEqual([]);
+      const counted = Number(await server.look.get('graphql-facade:{ranges}:index:bytes'));
       expect(counted).toBeGreaterThan(0);
       expect(counted).toBeLessThan(1_000);
       // A range whose read began under the old mark is not kept.
       await fill(ranges, 1, () => 3, 1, '');
-      expect(await look.keys('*{ranges}:e:*')).toEqual([]);
+      expect(await server.look.keys('*{ranges}:e:*')).toEqual([]);
     });
   });
 });

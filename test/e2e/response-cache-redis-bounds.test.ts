@@ -1,18 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisResponseStore } from '../../src/cache/redis-store.js';
 import type { Answer, ResponseStore } from '../../src/cache/response-store.js';
-import type { RedisConnection } from '../../src/redis.js';
-import {
-  connected,
-  hasRedis,
-  inspector,
-  startRedis,
-  stopRedis,
-  usedMemory,
-} from '../helpers/redis.js';
+import { connected, hasRedis, usedMemory } from '../helpers/redis.js';
+import { useRedisServer } from '../helpers/redis-server.js';
 
 const MiB = 1024 * 1024;
 // Keys as the response cache makes them: two SHA-256 hashes in base64url.
@@ -35,28 +26,7 @@ async function fill(store: ResponseStore, count: number, key: (i: number) => str
 
 describe('the response cache in Redis, held to its bound', () => {
   describe.skipIf(!hasRedis)('with a real redis-server', () => {
-    let redisProcess: ChildProcess | undefined;
-    let redis: RedisConnection;
-    let look: Redis;
-    let url: string;
-
-    beforeAll(async () => {
-      const started = await startRedis();
-      redisProcess = started.process;
-      url = started.url;
-      redis = await connected(url);
-      look = await inspector(started.url);
-    }, 30_000);
-
-    afterAll(async () => {
-      redis?.disconnect();
-      look?.disconnect();
-      await stopRedis(redisProcess);
-    });
-
-    beforeEach(async () => {
-      await look.flushall();
-    });
+    const server = useRedisServer();
 
     // What RESPONSE_CACHE_REDIS_BYTES promises is Redis's memory, whatever the answers look like:
     // each is written past twice what the bound holds. One session alone can reach its share only.
@@ -70,21 +40,21 @@ describe('the response cache in Redis, held to its bound', () => {
     ])(
       'grows Redis by its bound within 1.5 times: $shape',
       async ({ count, size, one, reach }) => {
-        const store = createRedisResponseStore(redis, { redisBytes: bound, memoryBytes: 0 });
+        const store = createRedisResponseStore(server.redis, { redisBytes: bound, memoryBytes: 0 });
         // The scripts loaded, so that what grows is the answers alone.
         await store.set(`${session(0)}:warm`, answer('warm'), Date.now());
-        await look.flushall();
-        const before = await usedMemory(look);
+        await server.look.flushall();
+        const before = await usedMemory(server.look);
         const key = one
           ? (i: number) => `${session(1)}:${operation(i)}`
           : (i: number) => `${session(i % (size > 1_000 ? 100 : count))}:${operation(i)}`;
         await fill(store, count, key, 'x'.repeat(size));
-        const grown = (await usedMemory(look)) - before;
+        const grown = (await usedMemory(server.look)) - before;
         expect(grown).toBeGreaterThan(reach / 1.5);
         expect(grown).toBeLessThan(reach * 1.5);
-        expect(Number(await look.get('graphql-facade:{response}:index:bytes'))).toBeLessThanOrEqual(
-          bound,
-        );
+        expect(
+          Number(await server.look.get('graphql-facade:{response}:index:bytes')),
+        ).toBeLessThanOrEqual(bound);
         // A session past its share keeps nothing more, and takes nothing from the others.
         await store.set(`${session(2)}:${operation(0)}`, answer('another'), Date.now());
         expect((await store.get(`${session(2)}:${operation(0)}`))?.data).toEqual({
@@ -95,7 +65,10 @@ describe('the response cache in Redis, held to its bound', () => {
     );
 
     it('evicts a session of ten thousand answers in one step that never walks them', async () => {
-      const store = createRedisResponseStore(redis, { redisBytes: 256 * MiB, memoryBytes: 0 });
+      const store = createRedisResponseStore(server.redis, {
+        redisBytes: 256 * MiB,
+        memoryBytes: 0,
+      });
       const key = (i: number) => `${session(7)}:${operation(i)}`;
       for (let i = 0; i < 2_000; i += 250) {
         const batch: Array<void | Promise<void>> = [];
@@ -107,11 +80,13 @@ describe('the response cache in Redis, held to its bound', () => {
       await sleep(1_100);
       // The script loaded first, so that what is timed is its run alone.
       await store.evictSession(session(8));
-      await look.config('SET', 'slowlog-log-slower-than', '0');
-      await look.slowlog('RESET');
+      await server.look.config('SET', 'slowlog-log-slower-than', '0');
+      await server.look.slowlog('RESET');
       await store.evictSession(session(7));
-      const log = (await look.slowlog('GET', 10)) as Array<[number, number, number, string[]]>;
-      await look.config('SET', 'slowlog-log-slower-than', '10000');
+      const log = (await server.look.slowlog('GET', 10)) as Array<
+        [number, number, number, string[]]
+      >;
+      await server.look.config('SET', 'slowlog-log-slower-than', '10000');
       const evictions = log.filter(([, , , command]) => /^eval/i.test(String(command[0])));
       expect(evictions).toHaveLength(1);
       // SLOWLOG's durations are in microseconds.
@@ -125,9 +100,9 @@ describe('the response cache in Redis, held to its bound', () => {
 
     it('keeps no answer whose execution began before its session was evicted, on any replica', async () => {
       // Another replica's connection.
-      const other = await connected(url);
+      const other = await connected(server.url);
       try {
-        const a = createRedisResponseStore(redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
+        const a = createRedisResponseStore(server.redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
         const b = createRedisResponseStore(other, { redisBytes: 4 * MiB, memoryBytes: 0 });
         const kept = `${session(3)}:${operation(1)}`;
         const inFlight = `${session(3)}:${operation(2)}`;
@@ -145,7 +120,7 @@ describe('the response cache in Redis, held to its bound', () => {
         // Another session's answers stay.
         expect((await b.get(elsewhere))?.data).toEqual({ text: 'elsewhere' });
         // The eviction is remembered for as long as the answers kept before it live.
-        const ttl = await look.pttl(`graphql-facade:{response}:evicted:${session(3)}`);
+        const ttl = await server.look.pttl(`graphql-facade:{response}:evicted:${session(3)}`);
         expect(ttl).toBeGreaterThan(590_000);
         await sleep(5);
         await a.set(inFlight, answer('fresh'), Date.now());
@@ -156,7 +131,7 @@ describe('the response cache in Redis, held to its bound', () => {
     });
 
     it("remembers an eviction as long as its own session's answers live, a minute when it kept none", async () => {
-      const store = createRedisResponseStore(redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
+      const store = createRedisResponseStore(server.redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
       const YEAR = 365 * 86_400;
       // Somebody's answer that lives a year must not make every other eviction live a year.
       await store.set(`${session(7)}:${operation(1)}`, answer('a year', YEAR), Date.now());
@@ -164,7 +139,8 @@ describe('the response cache in Redis, held to its bound', () => {
       // Refused callers' mutations: sessions that kept nothing.
       for (let i = 100; i < 110; i++) await store.evictSession(session(i));
       await store.evictSession(session(6));
-      const evicted = (i: number) => look.pttl(`graphql-facade:{response}:evicted:${session(i)}`);
+      const evicted = (i: number) =>
+        server.look.pttl(`graphql-facade:{response}:evicted:${session(i)}`);
       for (let i = 100; i < 110; i++) {
         expect(await evicted(i)).toBeGreaterThan(0);
         expect(await evicted(i)).toBeLessThanOrEqual(60_000);
@@ -176,10 +152,10 @@ describe('the response cache in Redis, held to its bound', () => {
     });
 
     it('writes each answer to expire with its max-age in milliseconds, and ages it as it is read', async () => {
-      const store = createRedisResponseStore(redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
+      const store = createRedisResponseStore(server.redis, { redisBytes: 4 * MiB, memoryBytes: 0 });
       const key = `${session(8)}:${operation(1)}`;
       await store.set(key, answer('short', 3), Date.now());
-      const ttl = await look.pttl(`graphql-facade:{response}:answer:${key}`);
+      const ttl = await server.look.pttl(`graphql-facade:{response}:answer:${key}`);
       expect(ttl).toBeGreaterThan(2_000);
       expect(ttl).toBeLessThanOrEqual(3_000);
       await sleep(1_100);
