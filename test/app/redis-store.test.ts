@@ -255,6 +255,7 @@ describe.skipIf(!hasRedis)('Redis key spaces, with a real redis-server', () => {
       const second = await postGraphQL(b, LIST, undefined, caller);
       expect(second.data).toEqual(first.data);
       expect(second.extensions?.upstreamCalls).toEqual({ calls: [], cache: 'hit' });
+      expect(upstreamRequests(h.sandbox, 'GET /git/v1/repo')).toHaveLength(1);
       await postGraphQL(
         a,
         'mutation { createDomainVerification(input: { domain: "example.com" }) { id } }',
