@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { createApp } from '../../src/app.js';
 import { connectRedis } from '../../src/redis.js';
 import {
   addressKey,
@@ -19,6 +20,14 @@ import { hasRedis, startRedis, stopRedis } from '../helpers/redis.js';
 
 const QUERY = '{ repositories(limit: 1) { total } }';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** POSTs `body`, one operation or a batch of them, as the caller "batcher". */
+const sendAsBatcher = (app: ReturnType<typeof createApp>, body: unknown) =>
+  app.fetch('http://facade.test/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...bearer('batcher') },
+    body: JSON.stringify(body),
+  });
 
 describe('rate limits, in memory', () => {
   const h = useHarness();
@@ -206,23 +215,17 @@ describe('rate limits, in memory', () => {
   it('charges a batch one point per operation', async () => {
     const app = appWith({ limits: { batchingLimit: 5 } });
     const batch = (n: number) =>
-      app.fetch('http://facade.test/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...bearer('batcher') },
-        body: JSON.stringify(Array.from({ length: n }, () => ({ query: QUERY }))),
-      });
+      sendAsBatcher(
+        app,
+        Array.from({ length: n }, () => ({ query: QUERY })),
+      );
     expect((await batch(3)).status).toBe(200);
     expect((await batch(1)).status).toBe(429);
   });
 
   it('charges a batch of two operations two points', async () => {
     const app = appWith({ limits: { batchingLimit: 5 } });
-    const send = (body: unknown) =>
-      app.fetch('http://facade.test/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...bearer('batcher') },
-        body: JSON.stringify(body),
-      });
+    const send = (body: unknown) => sendAsBatcher(app, body);
     expect((await send([{ query: QUERY }, { query: QUERY }])).status).toBe(200);
     expect((await send({ query: QUERY })).status).toBe(200);
     expect((await send({ query: QUERY })).status).toBe(429);
@@ -230,12 +233,7 @@ describe('rate limits, in memory', () => {
 
   it('charges a batch as long as BATCHING_LIMIT one point per operation', async () => {
     const app = appWith({ limits: { batchingLimit: 2 } });
-    const send = (body: unknown) =>
-      app.fetch('http://facade.test/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...bearer('batcher') },
-        body: JSON.stringify(body),
-      });
+    const send = (body: unknown) => sendAsBatcher(app, body);
     const batch = await send([{ query: QUERY }, { query: QUERY }]);
     expect(batch.status).toBe(200);
     expect(batch.headers.get('ratelimit')).toMatch(/^"client";r=1;/);
@@ -251,12 +249,7 @@ describe('rate limits, in memory', () => {
         redisUrl: undefined,
       })) as RateLimiter;
       const app = appWith({ limits: { batchingLimit } });
-      const send = (body: unknown) =>
-        app.fetch('http://facade.test/graphql', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...bearer('batcher') },
-          body: JSON.stringify(body),
-        });
+      const send = (body: unknown) => sendAsBatcher(app, body);
       const refused = await send(Array.from({ length: 5 }, () => ({ query: QUERY })));
       expect(refused.status).toBe(batchingLimit === 0 ? 400 : 413);
       // The refused request took its one point; the two left answer.
