@@ -126,8 +126,8 @@ const MAX_LISTENERS: symbol = Reflect.get(events, 'kMaxEventTargetListeners');
 
 /**
  * An upstream call adds one abort listener to the request's signal: the budget bounds them. The
- * server's own signal allows any number already (0), and a bound set on it costs each request
- * about 10 µs of CPU (docs/performance.md#what-was-tried).
+ * server's own signal allows any number already (0), and setting a bound on it, through its Proxy,
+ * is slow (docs/performance.md#what-was-tried).
  */
 function boundListeners(signal: AbortSignal, count: number): void {
   if (signal instanceof EventTarget && Reflect.get(signal, MAX_LISTENERS) !== 0)

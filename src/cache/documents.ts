@@ -7,7 +7,14 @@ import type { JITCache } from '@envelop/graphql-jit';
 import type { DocumentNode, GraphQLError, GraphQLSchema, ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { LRUCache } from 'lru-cache';
-import { LRU_ENTRY_BYTES, MAP_ENTRY_BYTES, SLICE_BYTES, stringBytes } from './heap.js';
+import {
+  LRU_ENTRY_BYTES,
+  MAP_ENTRY_BYTES,
+  SLICE_BYTES,
+  SLICE_MIN_LENGTH,
+  SLOT,
+  stringBytes,
+} from './heap.js';
 
 type Compiled = Parameters<JITCache['set']>[1];
 
@@ -42,16 +49,15 @@ const ERROR_BYTES = 640;
 const COMPILED_BYTES = 4096;
 const COMPILED_PER_TREE_BYTE = 0.25;
 
-const SLOT = 8;
 const arrayBytes = (length: number) => (length === 0 ? 16 : 16 + SLOT * length);
 
 /**
  * A string of a parsed tree: one character is V8's shared one, a longer slice of the document
- * (13 characters or more) a view of its text, a shorter one a copy.
+ * (SLICE_MIN_LENGTH characters or more) a view of its text, a shorter one a copy.
  */
 function sliceBytes(text: string): number {
   if (text.length <= 1) return 0;
-  return text.length >= 13 ? SLICE_BYTES : stringBytes(text);
+  return text.length >= SLICE_MIN_LENGTH ? SLICE_BYTES : stringBytes(text);
 }
 
 /**
@@ -107,7 +113,7 @@ function operationNameCopies(document: DocumentNode): number {
   let bytes = 0;
   for (const definition of document.definitions) {
     const name = definition.kind === 'OperationDefinition' ? definition.name?.value : undefined;
-    if (name && name.length >= 13) bytes += stringBytes(name);
+    if (name && name.length >= SLICE_MIN_LENGTH) bytes += stringBytes(name);
   }
   return bytes;
 }

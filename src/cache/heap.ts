@@ -3,7 +3,8 @@
 // before changing one.
 import { LRUCache } from 'lru-cache';
 
-const SLOT = 8;
+/** A pointer or small integer on 64 bits, with pointer compression off. */
+export const SLOT = 8;
 const align = (bytes: number) => Math.ceil(bytes / SLOT) * SLOT;
 /** A string: its header, then a byte a character, or two once one is past Latin-1. */
 export const stringBytes = (text: string) =>
@@ -15,6 +16,8 @@ export const MAP_BYTES = 160;
 export const MAP_ENTRY_BYTES = 56;
 /** A key sliced from another string (the slice keeps the whole string alive). */
 export const SLICE_BYTES = 32;
+/** V8 slices a substring this long or longer; a shorter one is a copy. */
+export const SLICE_MIN_LENGTH = 13;
 /** A CachePolicy: a record of a few numbers, and its scope (a string every policy shares). */
 export const POLICY_BYTES = 64;
 
