@@ -18,25 +18,39 @@ describe('the document caches (DOCUMENT_CACHE_BYTES)', () => {
     const setting = 8 * MiB;
     // In a process of its own, where a forced collection measures the heap they hold. Documents of
     // 1 MB fill it in a few entries, so a shape may hold well under it.
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ['--expose-gc', '--import', 'tsx', 'bench/documents.ts', String(setting)],
-      { cwd: fileURLToPath(new URL('../..', import.meta.url)), timeout: 400_000 },
-    );
-    const shapes = stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as DocumentShape);
-    expect(shapes.map(({ shape }) => shape)).toEqual(Object.keys(SHAPES));
+    const measure = async (shapes: readonly string[]) => {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--expose-gc', '--import', 'tsx', 'bench/documents.ts', String(setting), ...shapes],
+        { cwd: fileURLToPath(new URL('../..', import.meta.url)), timeout: 400_000 },
+      );
+      return stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as DocumentShape);
+    };
     // The heap is measured against an app that keeps nothing, whose own heap varies by a document
     // or two between runs: a shape of a few 1 MB entries can only be held to the upper bound.
-    const outside = shapes
-      .filter(
-        ({ heap, counted, entries }) =>
-          heap > 1.5 * setting || (entries >= 5 && heap < setting / 2) || counted > setting,
-      )
-      .map(({ shape, heap }) => `${shape}: ${(heap / setting).toFixed(2)} × the setting`);
-    expect(outside).toEqual([]);
+    const outside = ({ heap, counted, entries }: DocumentShape) =>
+      heap > 1.5 * setting || (entries >= 5 && heap < setting / 2) || counted > setting;
+    const shapes = await measure([]);
+    expect(shapes.map(({ shape }) => shape)).toEqual(Object.keys(SHAPES));
+    // A process's heap can be off by an app once in a while: a shape outside is measured twice
+    // more, and it is its median that must be inside.
+    const doubtful = shapes.filter(outside).map(({ shape }) => shape);
+    const again =
+      doubtful.length > 0 ? [...(await measure(doubtful)), ...(await measure(doubtful))] : [];
+    const medians = shapes.map((first) => {
+      const heaps = [first, ...again.filter(({ shape }) => shape === first.shape)]
+        .map(({ heap }) => heap)
+        .sort((a, b) => a - b);
+      return { ...first, heap: heaps[Math.floor(heaps.length / 2)] as number };
+    });
+    expect(
+      medians
+        .filter(outside)
+        .map(({ shape, heap }) => `${shape}: ${(heap / setting).toFixed(2)} × the setting`),
+    ).toEqual([]);
   }, 420_000);
 
   describe('in an app', () => {
