@@ -7,13 +7,6 @@ import { useResponseCache } from './cache/use-response-cache.js';
 import type { Config } from './config/load.js';
 import { createContextFactory, type RequestContext, type ServerContext } from './context.js';
 import { type CredentialPolicy, createCredentialPolicy } from './credentials.js';
-import {
-  DOCUMENT_ID_PARAM,
-  hasOneOperation,
-  hasSubscription,
-  operationNames,
-  usesIncrementalDelivery,
-} from './documents.js';
 import { maskError } from './errors.js';
 import { createHealth, type Health } from './http/health.js';
 import { useBodySizeLimit } from './http/use-body-size.js';
@@ -31,6 +24,13 @@ import { createRangeCache, type RangeCache } from './read/ranges.js';
 import type { SharedRanges } from './read/ranges-redis.js';
 import { createRefreshes, type Refreshes } from './read/refresh.js';
 import { useRangeCache } from './read/use-range-cache.js';
+import {
+  DOCUMENT_ID_PARAM,
+  hasOneOperation,
+  hasSubscription,
+  operationNames,
+  usesIncrementalDelivery,
+} from './request-document.js';
 import { schema } from './schema/index.js';
 import { createSubscriptions, type Subscriptions } from './security/subscriptions.js';
 import { type ApqStore, createMemoryApqStore, useApq } from './security/use-apq.js';

@@ -1,7 +1,7 @@
 import { useDeferStream } from '@graphql-yoga/plugin-defer-stream';
 import type { Plugin } from 'graphql-yoga';
-import { usesIncrementalDelivery } from '../documents.js';
 import { FacadeError } from '../errors.js';
+import { usesIncrementalDelivery } from '../request-document.js';
 
 const PARTS_TYPES = ['multipart/mixed', 'text/event-stream', 'multipart/*', 'text/*', '*/*'];
 

@@ -7,9 +7,9 @@ import { LRUCache } from 'lru-cache';
 import { LRU_ENTRY_BYTES, stringBytes } from '../cache/heap.js';
 import { createBoundedSpace } from '../cache/redis-bounded.js';
 import type { Context, ServerContext } from '../context.js';
-import { persistedQueryHash } from '../documents.js';
 import { FacadeError, persistedQueryNotFound } from '../errors.js';
 import type { RedisConnection } from '../redis.js';
+import { persistedQueryHash } from '../request-document.js';
 import { requestState } from '../request-state.js';
 
 /** The longest document stored, in UTF-8 bytes: MAX_TOKENS does not bound comments and spaces. */

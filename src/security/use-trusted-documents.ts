@@ -1,7 +1,7 @@
 import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
-import { DOCUMENT_ID_PARAM, persistedQueryHash } from '../documents.js';
 import { FacadeError, persistedQueryNotFound } from '../errors.js';
+import { DOCUMENT_ID_PARAM, persistedQueryHash } from '../request-document.js';
 
 export interface TrustedDocumentsOptions {
   /** id -> document text: @graphql-codegen/client-preset's persisted-documents.json. */

@@ -1,7 +1,7 @@
 import { useApolloInlineTrace } from '@graphql-yoga/plugin-apollo-inline-trace';
 import { execute, type GraphQLSchema, lexicographicSortSchema } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { usesIncrementalDelivery } from '../documents.js';
+import { usesIncrementalDelivery } from '../request-document.js';
 
 /** What Apollo Gateway and Apollo Router send on the requests whose trace they want. */
 const asksForTrace = (request: Request) =>
