@@ -10,10 +10,9 @@
 import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { bases, cpuSeconds, startFacade } from './processes.js';
+import { bases, CONNECTIONS, cpuSeconds, startFacade } from './processes.js';
 
 const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 3);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
 const WARM_S = Number(process.env.BENCH_WARM_S ?? 25);
 const REWARM_S = Number(process.env.BENCH_REWARM_S ?? 3);

@@ -29,7 +29,8 @@ const KB = 1024;
  * The heap once what is pending has run and forced collections free nothing more: an app a fill
  * has let go of may still be reachable from a task or microtask that has not run yet.
  */
-async function settledHeap(gc: () => void): Promise<number> {
+async function settledHeap(): Promise<number> {
+  const gc = collect as () => void;
   let heap = Number.POSITIVE_INFINITY;
   for (let round = 0; round < 10; round++) {
     await new Promise((resolve) => setImmediate(resolve));
@@ -82,8 +83,7 @@ async function fill(
   { make, runs = 1 }: (typeof SHAPES)[string],
   count?: number,
 ) {
-  const gc = collect as () => void;
-  const before = await settledHeap(gc);
+  const before = await settledHeap();
   const documentCaches = createDocumentCaches(setting);
   const app = createApp({ ...deps, documentCaches, logError: () => {} });
   let sent = 0;
@@ -99,7 +99,7 @@ async function fill(
       await response.text();
     }
   }
-  const heap = (await settledHeap(gc)) - before;
+  const heap = (await settledHeap()) - before;
   // Kept reachable until after the measure.
   if (!app) throw new Error('no app');
   return { sent, heap, counted: documentCaches.bytes(), entries: documentCaches.entries() };

@@ -19,11 +19,10 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
 import { FACADE_VARIANTS } from './attribution.js';
-import { startFacade, startFloor } from './processes.js';
+import { CONNECTIONS, startFacade, startFloor } from './processes.js';
 
 const WARM = Number(process.env.BENCH_INSTRUCTIONS_WARM ?? 12_000);
 const COUNTED = Number(process.env.BENCH_INSTRUCTIONS_COUNTED ?? 1_000);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 
 interface Count {
   mainPerRequest: number;

@@ -30,6 +30,9 @@ export function build(): void {
 /** The facade's production entry, compiled by `build()`. */
 export const FACADE_SCRIPT = 'dist/src/main.js';
 
+/** BENCH_CONNECTIONS: the load's clients, in every mode of the benchmark. */
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
 /**
  * BENCH_BASE: other checkouts, comma-separated, each with its facade built (`npm run build` there),
  * measured in the same rounds as this one; named by their folder.

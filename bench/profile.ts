@@ -15,11 +15,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../test/helpers/net.js';
-import { startFacade, startFloor } from './processes.js';
+import { CONNECTIONS, startFacade, startFloor } from './processes.js';
 
 const WARM_S = Number(process.env.BENCH_WARM_S ?? 25);
 const PROFILE_S = Number(process.env.BENCH_PROFILE_S ?? 20);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 // A sample every 250 µs: about 2 to 4 per request, thousands per row over the window.
 const INTERVAL_US = 250;
 

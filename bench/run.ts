@@ -35,6 +35,7 @@ import { instructions } from './instructions.js';
 import {
   bases,
   build,
+  CONNECTIONS,
   cpuSeconds,
   peakRssMb,
   serverNodeFlags,
@@ -46,7 +47,6 @@ import {
 import { profile } from './profile.js';
 import { staleScenarios } from './stale.js';
 
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 /** Seconds of load on the page that each server gets before anything is measured. */

@@ -345,8 +345,7 @@ class PageBatch {
           const release = lease && (await lease.catch(() => () => Promise.resolve()));
           if (lease && !release) return 'skipped';
           try {
-            const keep = this.#keeper;
-            const read = await readRange(client, own, range, ends, options.pageCap, keep);
+            const read = await readRange(client, own, range, ends, options.pageCap, this.#keeper);
             if (read.failure) throw read.failure;
             // The lease ends once the fleet can read what it kept: ended before, another process
             // would find the range still stale and refresh it again.
